@@ -1,0 +1,25 @@
+"""spark-multijoin: run chains of streaming joins as one multi-way join operator in PySpark.
+
+    from pyspark.sql import SparkSession
+    from spark_multijoin import configure_spark_with_multijoin, multi_join
+
+    spark = configure_spark_with_multijoin(SparkSession.builder.master("local[2]")).getOrCreate()
+    multi_join(spark).enabled = True
+"""
+
+from spark_multijoin._config import MultiJoinConfig, multi_join
+from spark_multijoin._configure import (
+    EXTENSION_CLASS,
+    ROCKSDB_PROVIDER,
+    configure_spark_with_multijoin,
+    jar_path,
+)
+
+__all__ = [
+    "EXTENSION_CLASS",
+    "ROCKSDB_PROVIDER",
+    "MultiJoinConfig",
+    "configure_spark_with_multijoin",
+    "jar_path",
+    "multi_join",
+]

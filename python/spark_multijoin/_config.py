@@ -1,0 +1,50 @@
+"""A typed view of the extension's configs on a SparkSession."""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+ENABLED_KEY = "multi-join.enabled"
+MAX_TABLES_KEY = "multi-join.max-tables"
+
+
+class MultiJoinConfig:
+    """The `multi-join.*` configs of one SparkSession, readable and settable.
+
+    Values go through `spark.conf`, so Spark validates them: a bad value raises an error that
+    names the key and what is allowed. A streaming query reads them when it starts.
+    """
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._spark = spark
+
+    @property
+    def enabled(self) -> bool:
+        """Whether chains of streaming joins on one key run as one StreamingMultiJoin."""
+        return self._spark.conf.get(ENABLED_KEY, "false").strip().lower() == "true"
+
+    @enabled.setter
+    def enabled(self, value: bool) -> None:
+        if not isinstance(value, bool):
+            raise TypeError(f"{ENABLED_KEY} takes True or False, not {value!r}")
+        self._spark.conf.set(ENABLED_KEY, value)
+
+    @property
+    def max_tables(self) -> int | None:
+        """The most inputs one multi-join takes (longer chains are split); None for no limit."""
+        value = self._spark.conf.get(MAX_TABLES_KEY, None)
+        return None if value in (None, "", "<undefined>") else int(value)
+
+    @max_tables.setter
+    def max_tables(self, value: int | None) -> None:
+        if value is None:
+            self._spark.conf.unset(MAX_TABLES_KEY)
+        elif isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{MAX_TABLES_KEY} takes an integer of at least 2 or None, not {value!r}")
+        else:
+            self._spark.conf.set(MAX_TABLES_KEY, value)
+
+
+def multi_join(spark: SparkSession) -> MultiJoinConfig:
+    """The multi-join configs of `spark`: `multi_join(spark).enabled = True`."""
+    return MultiJoinConfig(spark)

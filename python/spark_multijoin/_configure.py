@@ -1,0 +1,48 @@
+"""Adding the extension to a SparkSession builder, as delta-spark's configure_spark_with_delta_pip."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+EXTENSION_CLASS = "io.github.sparkmultijoin.MultiJoinExtension"
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+_JARS = "spark.jars"
+_EXTENSIONS = "spark.sql.extensions"
+_PROVIDER = "spark.sql.streaming.stateStore.providerClass"
+
+
+def jar_path() -> str:
+    """The path of the extension's jar that this package carries."""
+    jars = sorted((Path(__file__).parent / "jars").glob("spark-multijoin*.jar"))
+    if not jars:
+        raise FileNotFoundError(
+            "spark_multijoin carries no jar: it was installed without building the Scala "
+            "extension. Reinstall it with `pip install .` from the repository (needs Java 17 "
+            "and Maven).")
+    return str(jars[-1])
+
+
+def _appended(existing: str | None, value: str) -> str:
+    items = [item.strip() for item in (existing or "").split(",") if item.strip()]
+    return ",".join(items if value in items else items + [value])
+
+
+def configure_spark_with_multijoin(builder: SparkSession.Builder) -> SparkSession.Builder:
+    """Return `builder` set up to run spark-multijoin.
+
+    Adds the bundled jar to `spark.jars` and the extension to `spark.sql.extensions`, after
+    what is already there, and sets the RocksDB state store provider unless one was chosen
+    (the multi-join keeps one column family per input). The extension starts disabled: turn it
+    on with `spark.conf.set("multi-join.enabled", True)` or `multi_join(spark).enabled = True`.
+    """
+    # The builder keeps its options in `_options`; reading them is how settings are appended to
+    # rather than replaced (delta-spark's helper reads it the same way).
+    options: dict[str, str] = getattr(builder, "_options", {})
+    builder = builder.config(_JARS, _appended(options.get(_JARS), jar_path()))
+    builder = builder.config(_EXTENSIONS, _appended(options.get(_EXTENSIONS), EXTENSION_CLASS))
+    if _PROVIDER not in options:
+        builder = builder.config(_PROVIDER, ROCKSDB_PROVIDER)
+    return builder

@@ -1,0 +1,39 @@
+package io.github.sparkmultijoin
+
+import io.github.sparkmultijoin.optimizer.CollapseStreamingJoinChains
+import io.github.sparkmultijoin.planning.MultiJoinStrategy
+
+import org.apache.spark.sql.SparkSessionExtensions
+import org.apache.spark.sql.multijoin.MultiJoinConf
+
+/**
+ * Installs spark-multijoin into a SparkSession: nothing but wiring, grouped by phase.
+ *
+ * Enable it from Scala with
+ * {{{
+ *   SparkSession.builder()
+ *     .config("spark.sql.extensions", "io.github.sparkmultijoin.MultiJoinExtension")
+ *     .config("spark.sql.streaming.stateStore.providerClass",
+ *       "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+ *     .getOrCreate()
+ *   spark.conf.set("multi-join.enabled", true)
+ * }}}
+ * and from Python with `configure_spark_with_multijoin(builder)` from `spark_multijoin`, which
+ * also adds the jar and the state store provider.
+ *
+ * Order: the optimizer rule runs once, after Spark's operator optimizations (pre-CBO), so that
+ * it sees joins with filters and projections already pushed down and never sees its own output
+ * again. The planner strategy plans the resulting MultiJoin; it cannot plan streaming joins
+ * themselves, because Spark's streaming strategies run before extension strategies.
+ */
+class MultiJoinExtension extends (SparkSessionExtensions => Unit) {
+  override def apply(extensions: SparkSessionExtensions): Unit = {
+    MultiJoinConf.register()
+
+    // Optimizer
+    extensions.injectPreCBORule(_ => CollapseStreamingJoinChains)
+
+    // Planner
+    extensions.injectPlannerStrategy(MultiJoinStrategy)
+  }
+}

@@ -1,0 +1,130 @@
+package io.github.sparkmultijoin.execution
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{And, Attribute, BasePredicate, Expression, GenericInternalRow, JoinedRow, Predicate, PredicateHelper, UnsafeProjection, UnsafeRow}
+
+/**
+ * The pieces of [[StreamingMultiJoinExec]]'s algorithm that do not touch state.
+ *
+ * A new row of input i is joined with the stored rows of the other inputs, taken one input at a
+ * time in a probe order. Each conjunct of the condition is checked as soon as every input it
+ * references is bound, so a combination that fails it is abandoned before the inputs after it
+ * are enumerated.
+ */
+object StreamingMultiJoinHelper extends PredicateHelper {
+
+  /**
+   * How a new row of `newInput` is joined: the other inputs in `probeOrder`, and the conjuncts
+   * to check once the new row is bound (`checkOnNewRow`) and once `probeOrder(d)` is bound
+   * (`checksAfterProbe(d)`).
+   */
+  case class ProbePlan(
+      newInput: Int,
+      probeOrder: Array[Int],
+      checkOnNewRow: Option[Expression],
+      checksAfterProbe: Array[Option[Expression]])
+
+  /** The probe plan of each input, probing the others in input order. */
+  def probePlans(inputs: Seq[Seq[Attribute]], condition: Option[Expression]): Seq[ProbePlan] = {
+    val conjuncts = condition.toSeq.flatMap(splitConjunctivePredicates)
+    def inputsOf(conjunct: Expression): Set[Int] = inputs.indices.filter { input =>
+      conjunct.references.exists(inputs(input).contains)
+    }.toSet
+    inputs.indices.map { newInput =>
+      val probeOrder = inputs.indices.filter(_ != newInput).toArray
+      val boundAt = (newInput +: probeOrder.toSeq).zipWithIndex.toMap
+      // The step after which all of a conjunct's inputs are bound: 0 is the new row itself.
+      val byStep = conjuncts.groupBy(conjunct => (inputsOf(conjunct) + newInput).map(boundAt).max)
+      def checkAt(step: Int) = byStep.get(step).map(_.reduce(And))
+      ProbePlan(
+        newInput, probeOrder, checkAt(0), probeOrder.indices.map(d => checkAt(d + 1)).toArray)
+    }
+  }
+
+  /**
+   * One row per input, seen as the concatenation of all inputs' rows, for evaluating the
+   * condition and projecting the output. Inputs not yet bound read as nulls.
+   */
+  class BoundRows(widths: Seq[Int]) {
+    require(widths.length >= 2)
+    private val nullRows = widths.map(width => new GenericInternalRow(width)).toArray
+    // A left-deep chain of JoinedRows: links(0) joins inputs 0 and 1, links(k) adds input k + 1.
+    private val links: Array[JoinedRow] = {
+      val first = new JoinedRow(nullRows(0), nullRows(1))
+      Iterator.iterate(first)(below => new JoinedRow(below, null)).take(widths.length - 1).toArray
+    }
+    widths.indices.drop(2).foreach(clear)
+
+    def bind(input: Int, row: InternalRow): Unit =
+      if (input == 0) links(0).withLeft(row) else links(input - 1).withRight(row)
+
+    def clear(input: Int): Unit = bind(input, nullRows(input))
+
+    def row: InternalRow = links.last
+  }
+
+  /**
+   * Every combination of a new row with one stored row of each probed input that passes the
+   * checks, as output rows. The new row must be bound in `bound`; `matches(d)` holds the stored
+   * rows of `probeOrder(d)` under the new row's key. Depth-first, so it holds one combination at
+   * a time; the returned rows are reused, as operators' output rows are.
+   */
+  class Combinations(
+      matches: Array[Array[UnsafeRow]],
+      probeOrder: Array[Int],
+      checks: Array[BasePredicate],
+      bound: BoundRows,
+      project: UnsafeProjection) extends Iterator[InternalRow] {
+
+    private val depth = matches.length
+    private val cursor = Array.fill(depth)(-1)
+    private var level = 0
+    private var pending: InternalRow = _
+    private var searched = false
+
+    override def hasNext: Boolean = {
+      if (!searched) {
+        pending = findNext()
+        searched = true
+      }
+      pending != null
+    }
+
+    override def next(): InternalRow = {
+      if (!hasNext) throw new NoSuchElementException("no more combinations")
+      searched = false
+      pending
+    }
+
+    private def findNext(): InternalRow = {
+      while (level >= 0) {
+        cursor(level) += 1
+        if (cursor(level) >= matches(level).length) {
+          cursor(level) = -1
+          level -= 1
+        } else {
+          bound.bind(probeOrder(level), matches(level)(cursor(level)))
+          val check = checks(level)
+          if (check == null || check.eval(bound.row)) {
+            if (level == depth - 1) return project(bound.row)
+            level += 1
+          }
+        }
+      }
+      null
+    }
+  }
+
+  def predicate(check: Option[Expression], output: Seq[Attribute]): BasePredicate =
+    check.map(Predicate.create(_, output)).orNull
+
+  /** `rows`, calling `onDone` once, when they are exhausted. */
+  def onExhaustion[A](rows: Iterator[A])(onDone: => Unit): Iterator[A] = new Iterator[A] {
+    private var done = false
+    override def hasNext: Boolean = rows.hasNext || {
+      if (!done) { done = true; onDone }
+      false
+    }
+    override def next(): A = rows.next()
+  }
+}

@@ -1,0 +1,241 @@
+package io.github.sparkmultijoin.optimizer
+
+import java.util.concurrent.ConcurrentHashMap
+
+import scala.collection.mutable
+
+import io.github.sparkmultijoin.logical.MultiJoin
+
+import org.apache.spark.internal.Logging
+import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeSet, EqualTo, ExprId, Expression, NamedExpression, PredicateHelper}
+import org.apache.spark.sql.catalyst.plans.Inner
+import org.apache.spark.sql.catalyst.plans.logical.{EventTimeWatermark, Filter, Join, LogicalPlan, Project}
+import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.catalyst.util.UnsafeRowUtils
+import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
+
+/**
+ * Rewrites a chain of streaming inner joins on one shared key into one [[MultiJoin]].
+ *
+ * Why: Spark runs `a JOIN b JOIN c ...` as one binary stateful join per JOIN, and every join
+ * after the first stores the joined output of the joins below it. With fan-out that state grows
+ * with the product of the inputs. One operator over all inputs needs only the input rows.
+ *
+ * What qualifies: a maximal tree of inner joins whose two sides are both streaming, seen through
+ * the deterministic Projects and Filters that Spark's optimizer leaves between joins, with at
+ * least three inputs, whose equi-join conditions put every input on one key: a class of
+ * expressions made equal, directly or transitively, with a member over each input (several such
+ * classes make a composite key). Conjuncts not implied by that key stay with the multi-join as
+ * its condition. Projects between the joins are folded in (their aliases are substituted into
+ * the conditions and recomputed on top), so the rewritten plan has exactly the output attributes
+ * of the original and the rest of the plan is untouched.
+ *
+ * Anything else stays as Spark planned it and the reason is logged once: the extension is
+ * disabled, an input is static, a join is of another type, there is no common key, the key's
+ * type cannot be compared by its bytes, an input has an event-time watermark (late-row handling
+ * is not there yet), or the state store cannot hold the state. Batch plans
+ * are never touched.
+ *
+ * It runs once, after Spark's operator optimizations (as a pre-CBO rule), so the joins it sees
+ * have their filters and projections pushed down, and it never sees its own output again.
+ */
+object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelper with Logging {
+
+  /**
+   * Operator id of the first multi-join in a plan; the following ones count up from it. Spark
+   * numbers its own stateful operators 0, 1, 2, ... so these cannot collide with them, and since
+   * they follow the plan's shape they are the same on every micro-batch and after a restart.
+   */
+  val FirstOperatorId: Long = 1L << 30
+
+  private val RocksDbProvider = "RocksDBStateStoreProvider"
+  private val ProviderClassKey = "spark.sql.streaming.stateStore.providerClass"
+  private val CheckpointFormatKey = "spark.sql.streaming.stateStore.checkpointFormatVersion"
+
+  override def apply(plan: LogicalPlan): LogicalPlan = {
+    if (!plan.isStreaming || !plan.exists(isStreamingInnerJoin)) {
+      plan
+    } else if (!MultiJoinConf.enabled(conf)) {
+      logOnce(s"Streaming joins run as Spark planned them: ${MultiJoinConf.ENABLED.key} is " +
+        "false. Set it to true to run chains of joins on one key as one StreamingMultiJoin.")
+      plan
+    } else {
+      unsupportedStateStore match {
+        case Some(reason) =>
+          logWarningOnce(s"Streaming joins run as Spark planned them: $reason")
+          plan
+        case None =>
+          val nextOperatorId = Iterator.iterate(FirstOperatorId)(_ + 1)
+          plan.transformDown {
+            case join: Join if isStreamingInnerJoin(join) =>
+              collapse(join, nextOperatorId).getOrElse(join)
+          }
+      }
+    }
+  }
+
+  private def unsupportedStateStore: Option[String] = {
+    val provider = conf.getConfString(ProviderClassKey, "")
+    if (!provider.endsWith(RocksDbProvider)) {
+      Some(s"the multi-join keeps one column family per input, which needs the RocksDB state " +
+        s"store. Set $ProviderClassKey to " +
+        s"org.apache.spark.sql.execution.streaming.state.$RocksDbProvider (the Python helper " +
+        s"configure_spark_with_multijoin does this) for a new query; it is now '$provider'.")
+    } else if (conf.getConfString(CheckpointFormatKey, "1") != "1") {
+      Some(s"the multi-join supports only state store checkpoint format version 1; " +
+        s"$CheckpointFormatKey is ${conf.getConfString(CheckpointFormatKey)}.")
+    } else {
+      None
+    }
+  }
+
+  private def isStreamingInnerJoin(plan: LogicalPlan): Boolean = plan match {
+    case Join(left, right, Inner, _, _) => left.isStreaming && right.isStreaming
+    case _ => false
+  }
+
+  /** The inputs and conditions of a chain, with the aliases of the Projects inside it. */
+  private class Chain {
+    val inputs = mutable.ArrayBuffer.empty[LogicalPlan]
+    val conjuncts = mutable.ArrayBuffer.empty[Expression]
+    val aliases = mutable.HashMap.empty[ExprId, Expression]
+
+    def inline(expression: Expression): Expression = expression.transformUp {
+      case attribute: Attribute if aliases.contains(attribute.exprId) => aliases(attribute.exprId)
+    }
+  }
+
+  /** Whether `plan`, seen through Projects and Filters, is a join the chain can go into. */
+  private def continuesChain(plan: LogicalPlan): Boolean = plan match {
+    case Project(projectList, child) => projectList.forall(_.deterministic) && continuesChain(child)
+    case Filter(condition, child) => condition.deterministic && continuesChain(child)
+    case join @ Join(_, _, Inner, condition, _) =>
+      isStreamingInnerJoin(join) && condition.forall(_.deterministic)
+    case _ => false
+  }
+
+  private def flatten(plan: LogicalPlan, chain: Chain): Unit = plan match {
+    case Join(left, right, Inner, condition, _) if continuesChain(plan) =>
+      flatten(left, chain)
+      flatten(right, chain)
+      chain.conjuncts ++= condition.toSeq.flatMap(splitConjunctivePredicates)
+    case Project(projectList, child) if continuesChain(plan) =>
+      flatten(child, chain)
+      projectList.foreach {
+        case alias: Alias => chain.aliases(alias.exprId) = chain.inline(alias.child)
+        case _ =>
+      }
+    case Filter(condition, child) if continuesChain(plan) =>
+      flatten(child, chain)
+      chain.conjuncts ++= splitConjunctivePredicates(condition)
+    case input =>
+      chain.inputs += input
+  }
+
+  private def collapse(join: Join, nextOperatorId: Iterator[Long]): Option[LogicalPlan] = {
+    if (!continuesChain(join)) {
+      logOnce(s"A streaming join stays as Spark planned it: its condition is not " +
+        s"deterministic: ${join.condition.map(_.sql).getOrElse("")}")
+      return None
+    }
+    val chain = new Chain
+    flatten(join, chain)
+    val inputs = chain.inputs.toSeq
+    val conjuncts = chain.conjuncts.map(chain.inline).toSeq
+    lazy val names = inputs.map(describe).mkString(", ")
+    if (inputs.length < 3) {
+      logOnce(s"A streaming join of two inputs stays as Spark planned it: Spark's join of two " +
+        s"inputs already keeps only input rows ($names).")
+      return None
+    }
+    inputs.find(_.output.exists(_.metadata.contains(EventTimeWatermark.delayKey))).foreach {
+      input =>
+        logOnce(s"A chain of ${inputs.length} streaming joins stays as Spark planned it: input " +
+          s"${describe(input)} has an event-time watermark, and Spark's joins drop late rows by " +
+          s"it, which the multi-join does not do yet ($names).")
+        return None
+    }
+    val keyClasses = EquivalentKeys.spanning(inputs, conjuncts)
+    if (keyClasses.isEmpty) {
+      logOnce(s"A chain of ${inputs.length} streaming joins stays as Spark planned it: no common " +
+        s"key, the equi-join conditions do not make one key equal across all inputs ($names). " +
+        s"Conditions: ${conjuncts.map(_.sql).mkString(" AND ")}")
+      return None
+    }
+    val keyTypes = keyClasses.map(_.head._2.dataType)
+    keyTypes.find(dataType => !UnsafeRowUtils.isBinaryStable(dataType)).foreach { dataType =>
+      logOnce(s"A chain of ${inputs.length} streaming joins stays as Spark planned it: its key " +
+        s"type ${dataType.sql} cannot be compared by its bytes ($names).")
+      return None
+    }
+
+    val groupSize = MultiJoinConf.maxTables(conf).getOrElse(inputs.length)
+    val firstGroup = multiJoin(inputs.take(groupSize), conjuncts, keyClasses, nextOperatorId)
+    val (collapsed, leftOver) = inputs.drop(groupSize).grouped(groupSize - 1)
+      .foldLeft(firstGroup) { case ((below, pending), group) =>
+        multiJoin(below +: group, pending, keyClasses, nextOperatorId)
+      }
+    assert(leftOver.isEmpty, s"conditions not placed in any multi-join: $leftOver")
+    logInfo(s"Collapsed a chain of ${inputs.length} streaming joins into one multi-join " +
+      s"on ${keyClasses.length} key column(s): $names")
+    Some(withOutputOf(join, collapsed, chain))
+  }
+
+  /**
+   * A multi-join of `inputs`, with the conjuncts of `pending` that only its inputs reference,
+   * and the conjuncts left for the multi-joins above it.
+   */
+  private def multiJoin(
+      inputs: Seq[LogicalPlan],
+      pending: Seq[Expression],
+      keyClasses: Seq[Seq[(Int, Expression)]],
+      nextOperatorId: Iterator[Long]): (MultiJoin, Seq[Expression]) = {
+    val output = AttributeSet(inputs.flatMap(_.output))
+    val (placed, rest) = pending.partition(_.references.subsetOf(output))
+    val keys = inputs.map { input =>
+      keyClasses.map { members =>
+        members.collectFirst {
+          case (_, member) if member.references.subsetOf(input.outputSet) => member
+        }.get
+      }
+    }
+    val residual = placed.filterNot(impliedByKeys(_, keys))
+    val normalizedKeys = keys.map(_.map(SparkInternals.normalizeFloatingNumbers))
+    (MultiJoin(inputs, normalizedKeys, residual.reduceOption(And), nextOperatorId.next()), rest)
+  }
+
+  /** Whether `conjunct` equates two inputs' keys at the same position, which the join enforces. */
+  private def impliedByKeys(conjunct: Expression, keys: Seq[Seq[Expression]]): Boolean = {
+    def position(side: Expression): Set[Int] = keys.flatMap(_.zipWithIndex.collect {
+      case (key, index) if key.semanticEquals(side) => index
+    }).toSet
+    conjunct match {
+      case EqualTo(left, right) => position(left).intersect(position(right)).nonEmpty
+      case _ => false
+    }
+  }
+
+  /** `collapsed` with the output attributes of `join`, recomputing the chain's aliases on top. */
+  private def withOutputOf(join: Join, collapsed: LogicalPlan, chain: Chain): LogicalPlan = {
+    val projectList: Seq[NamedExpression] = join.output.map { attribute =>
+      chain.aliases.get(attribute.exprId) match {
+        case Some(expression) =>
+          Alias(expression, attribute.name)(attribute.exprId, attribute.qualifier)
+        case None => attribute
+      }
+    }
+    if (projectList == collapsed.output) collapsed else Project(projectList, collapsed)
+  }
+
+  private def describe(input: LogicalPlan): String =
+    input.output.map(_.name).mkString("[", ", ", "]")
+
+  private val loggedMessages = ConcurrentHashMap.newKeySet[String]()
+
+  // The optimizer runs on every micro-batch; a reason is worth reading once.
+  private def logOnce(message: String): Unit =
+    if (loggedMessages.add(message)) logInfo(message)
+
+  private def logWarningOnce(message: String): Unit =
+    if (loggedMessages.add(message)) logWarning(message)
+}

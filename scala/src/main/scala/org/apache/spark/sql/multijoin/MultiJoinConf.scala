@@ -1,0 +1,73 @@
+package org.apache.spark.sql.multijoin
+
+import org.apache.spark.internal.config.ConfigEntry
+import org.apache.spark.sql.internal.SQLConf
+
+/**
+ * The extension's configuration, declared once.
+ *
+ * The entries are registered with Spark's SQLConf, so a bad value fails at `spark.conf.set`
+ * with Spark's INVALID_CONF_VALUE error naming the key, and `SET -v` lists them. Each key has a
+ * `spark.`-prefixed alias, because `spark-submit --conf` and spark-defaults ignore keys without
+ * that prefix; the alias is validated the same way and read when the short key is not set.
+ *
+ * It lives in a Spark package only because Spark's config builder is Spark-private.
+ */
+object MultiJoinConf {
+
+  /** The version the entries below first appeared in. */
+  private val FirstVersion = "0.1.0"
+
+  val ENABLED: ConfigEntry[Boolean] =
+    SQLConf.buildConf("multi-join.enabled")
+      .doc("When true, chains of three or more streaming inner joins on one shared key run as " +
+        "one StreamingMultiJoin operator that keeps only the input rows in state. Read when a " +
+        "streaming query starts; a query keeps the value it started with.")
+      .version(FirstVersion)
+      .withAlternative("spark.multi-join.enabled")
+      .booleanConf
+      .createWithDefault(false)
+
+  val MAX_TABLES: ConfigEntry[Option[Int]] =
+    SQLConf.buildConf("multi-join.max-tables")
+      .doc("The most inputs one StreamingMultiJoin takes. A longer chain is split, left to " +
+        "right, into several multi-joins of at most this many inputs each; the later ones then " +
+        "store the output of the earlier ones as Spark's chain does. Unset means no limit.")
+      .version(FirstVersion)
+      .withAlternative("spark.multi-join.max-tables")
+      .intConf
+      .checkValue(_ >= 2, "multi-join.max-tables must be an integer of at least 2 " +
+        "(a multi-join needs two inputs); unset it for no limit.")
+      .createOptional
+
+  /** The `spark.`-prefixed aliases, registered so that setting one is validated too. */
+  private val aliases: Seq[ConfigEntry[_]] = Seq(
+    SQLConf.buildConf("spark.multi-join.enabled")
+      .doc(s"Alias of ${ENABLED.key}.").version(FirstVersion).fallbackConf(ENABLED),
+    SQLConf.buildConf("spark.multi-join.max-tables")
+      .doc(s"Alias of ${MAX_TABLES.key}.").version(FirstVersion).fallbackConf(MAX_TABLES))
+
+  /** The documented entries, in the order the README lists them. */
+  val entries: Seq[ConfigEntry[_]] = Seq(ENABLED, MAX_TABLES)
+
+  def enabled(conf: SQLConf): Boolean = conf.getConf(ENABLED)
+
+  def maxTables(conf: SQLConf): Option[Int] = conf.getConf(MAX_TABLES)
+
+  /** The README's configuration table (tests/test_readme.py keeps the README in step with it). */
+  def markdownTable: String = {
+    val header = Seq("| key | alias | default | since | meaning |", "| --- | --- | --- | --- | --- |")
+    val rows = entries.map { entry =>
+      val default = entry.defaultValueString match {
+        case "<undefined>" => "(none)"
+        case value => s"`$value`"
+      }
+      val alias = entry.alternatives.map(a => s"`$a`").mkString(", ")
+      s"| `${entry.key}` | $alias | $default | ${entry.version} | ${entry.doc} |"
+    }
+    (header ++ rows).mkString("\n")
+  }
+
+  /** Registers the entries with SQLConf; called when the extension is installed. */
+  def register(): Unit = aliases.size
+}

@@ -1,0 +1,58 @@
+package org.apache.spark.sql.multijoin
+
+import java.util.UUID
+
+import org.apache.hadoop.fs.Path
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
+import org.apache.spark.sql.classic
+import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
+import org.apache.spark.sql.execution.streaming.runtime.{MicroBatchExecution, StreamExecution}
+import org.apache.spark.sql.execution.streaming.state.StateStoreCoordinatorRef
+
+/**
+ * The few Spark-private members the extension needs, in one place.
+ *
+ * State info: Spark assigns state info (checkpoint location, run id, operator id, batch id, partitions) only
+ * to its own stateful operators, by matching their classes after planning. Its watermark
+ * simulation then reads the operator id of every StateStoreWriter, so ours must carry state info
+ * when planning ends. The micro-batch thread holds the query id and batch id as local
+ * properties, and the running query is registered in the shared state (not in
+ * `session.streams`: the query runs on a cloned session).
+ */
+object SparkInternals {
+
+  /**
+   * The state info of stateful operator `operatorId` in the micro-batch being planned on this
+   * thread, or None outside a running query (for example `df.explain()` before `start()`).
+   */
+  def stateInfo(session: SparkSession, operatorId: Long): Option[StatefulOperatorStateInfo] = {
+    val classicSession = session.asInstanceOf[classic.SparkSession]
+    val context = classicSession.sparkContext
+    for {
+      queryId <- Option(context.getLocalProperty(StreamExecution.QUERY_ID_KEY))
+      batchId <- Option(context.getLocalProperty(MicroBatchExecution.BATCH_ID_KEY))
+      query <- Option(
+        classicSession.sharedState.activeStreamingQueries.get(UUID.fromString(queryId)))
+    } yield StatefulOperatorStateInfo(
+      checkpointLocation = new Path(query.resolvedCheckpointRoot, "state").toString,
+      queryRunId = query.runId,
+      operatorId = operatorId,
+      storeVersion = batchId.toLong,
+      numPartitions = classicSession.sessionState.conf.numShufflePartitions)
+  }
+
+  /** The coordinator that tracks where each state store is loaded, for task locality. */
+  def stateStoreCoordinator(session: SparkSession): StateStoreCoordinatorRef =
+    session.asInstanceOf[classic.SparkSession].sessionState.streamingQueryManager
+      .stateStoreCoordinator
+
+  /**
+   * A key expression whose float and double values compare by their bytes as Spark compares
+   * them (one NaN, 0.0 for -0.0). Spark normalizes the keys of its own joins in an optimizer rule
+   * that runs after ours and knows only Join nodes.
+   */
+  def normalizeFloatingNumbers(key: Expression): Expression = NormalizeFloatingNumbers.normalize(key)
+}
