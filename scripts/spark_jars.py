@@ -2,12 +2,13 @@
 
 Spark is a provided dependency: the jar is built against exactly the jars that the pinned
 pyspark ships (pyproject.toml, `pyspark==X`), so what we compile against is what runs.
-Uses the pyspark of this interpreter when it is the pinned version; otherwise installs the
-pinned pyspark (no dependencies) into target/ once and uses that.
+Uses the pyspark installed for this interpreter when it is the pinned version; otherwise installs
+the pinned pyspark (no dependencies) into target/ once and uses that.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -23,13 +24,22 @@ def pinned_spark_version() -> str:
     return match.group(1)
 
 
+def plain_environment() -> dict[str, str]:
+    """This environment without what pip's isolated build environment adds to hide site-packages."""
+    return {name: value for name, value in os.environ.items()
+            if name not in ("PYTHONPATH", "PYTHONNOUSERSITE", "PYTHONHOME")}
+
+
 def installed_jars(version: str) -> Path | None:
-    try:
-        import pyspark
-    except ImportError:
+    probe = subprocess.run(
+        [sys.executable, "-c",
+         "import os, pyspark; print(pyspark.__version__); print(os.path.dirname(pyspark.__file__))"],
+        env=plain_environment(), capture_output=True, text=True)
+    if probe.returncode != 0:
         return None
-    jars = Path(pyspark.__file__).parent / "jars"
-    return jars if pyspark.__version__ == version and jars.is_dir() else None
+    installed_version, package_dir = probe.stdout.split()
+    jars = Path(package_dir) / "jars"
+    return jars if installed_version == version and jars.is_dir() else None
 
 
 def main() -> None:
@@ -42,7 +52,7 @@ def main() -> None:
             subprocess.run(
                 [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
                  "--target", str(target), f"pyspark=={version}"],
-                check=True, stdout=sys.stderr)
+                check=True, stdout=sys.stderr, env=plain_environment())
     print(jars)
 
 

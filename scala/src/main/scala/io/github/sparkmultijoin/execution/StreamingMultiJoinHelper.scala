@@ -1,7 +1,7 @@
 package io.github.sparkmultijoin.execution
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{And, Attribute, BasePredicate, Expression, GenericInternalRow, JoinedRow, Predicate, PredicateHelper, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{And, Attribute, AttributeSet, BasePredicate, Expression, GenericInternalRow, JoinedRow, Predicate, PredicateHelper, UnsafeProjection, UnsafeRow}
 
 /**
  * The pieces of [[StreamingMultiJoinExec]]'s algorithm that do not touch state.
@@ -27,9 +27,11 @@ object StreamingMultiJoinHelper extends PredicateHelper {
   /** The probe plan of each input, probing the others in input order. */
   def probePlans(inputs: Seq[Seq[Attribute]], condition: Option[Expression]): Seq[ProbePlan] = {
     val conjuncts = condition.toSeq.flatMap(splitConjunctivePredicates)
-    def inputsOf(conjunct: Expression): Set[Int] = inputs.indices.filter { input =>
-      conjunct.references.exists(inputs(input).contains)
-    }.toSet
+    // By expression id: a child's output may differ from the condition's attributes in
+    // nullability (a Filter below makes them non-nullable).
+    val inputSets = inputs.map(AttributeSet(_))
+    def inputsOf(conjunct: Expression): Set[Int] =
+      inputs.indices.filter(input => conjunct.references.intersect(inputSets(input)).nonEmpty).toSet
     inputs.indices.map { newInput =>
       val probeOrder = inputs.indices.filter(_ != newInput).toArray
       val boundAt = (newInput +: probeOrder.toSeq).zipWithIndex.toMap

@@ -17,8 +17,13 @@ private[optimizer] object EquivalentKeys {
   /** A class, as (input index, member) pairs in the order the members first appear. */
   type KeyClass = Seq[(Int, Expression)]
 
-  /** The classes that have a member over every one of `inputs`, in order of first appearance. */
+  /**
+   * The classes that have a member over every one of `inputs`, in order of first appearance,
+   * from the chain's `conjuncts` and the equalities each input guarantees itself (Spark pushes
+   * `b.x = b.y` from a join condition down into input b, where it can still link two classes).
+   */
   def spanning(inputs: Seq[LogicalPlan], conjuncts: Seq[Expression]): Seq[KeyClass] = {
+    val guaranteed = inputs.flatMap(_.constraints.toSeq.collect { case equality: EqualTo => equality })
     def inputOf(expression: Expression): Option[Int] =
       if (expression.references.isEmpty || !expression.deterministic) None
       else Some(inputs.indexWhere(input => expression.references.subsetOf(input.outputSet)))
@@ -40,7 +45,7 @@ private[optimizer] object EquivalentKeys {
       canonical
     }
 
-    conjuncts.foreach {
+    (conjuncts ++ guaranteed).foreach {
       case EqualTo(left, right) =>
         (inputOf(left), inputOf(right)) match {
           case (Some(leftInput), Some(rightInput)) =>

@@ -1,0 +1,91 @@
+"""Differential tests: the multi-join gives Spark's answer, with input rows only in state."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from pyspark.sql import functions as F
+
+from random_chains import build_chain, random_inputs, random_shape
+from streaming_joins import Inputs, batch_rows, run_stream
+
+SEEDS = range(12)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_chain_matches_spark_chain_and_batch(spark, tmp_path, seed):
+    rng = random.Random(seed)
+    shape = random_shape(rng, n_inputs=3 + seed % 6)
+    build = build_chain(shape)
+    # Data that joins to nothing tests little: draw again (same shape) until some rows join.
+    for attempt in range(20):
+        inputs = random_inputs(rng, shape, tmp_path / f"inputs{attempt}")
+        inputs.write()
+        expected = batch_rows(spark, inputs, build)
+        if expected:
+            break
+
+    chain = run_stream(spark, inputs, build, enabled=False, checkpoint=tmp_path / "off",
+                       shuffle_partitions=shape.shuffle_partitions)
+    multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on",
+                       shuffle_partitions=shape.shuffle_partitions)
+
+    assert expected, "no random data joined: " + shape.describe()
+    assert multi.rows == chain.rows == expected, shape.describe()
+    assert chain.multi_join_count == 0 and chain.symmetric_join_count == shape.n_inputs - 1
+    assert multi.multi_join_count == 1 and multi.symmetric_join_count == 0, multi.plan
+
+    # The state holds the input rows whose key has no null component, and nothing else.
+    key_columns = ["k", "g"] if shape.composite_key else ["k"]
+    stored = sum(
+        all(row[f"{column}{i}"] is not None for column in key_columns)
+        for i, batches in enumerate(inputs.batches) for batch in batches for row in batch)
+    assert multi.state_rows("multiJoin") == [stored]
+
+
+def test_fan_out_state_is_the_input_rows(spark, tmp_path):
+    """The design's fan-out shape (1, 10, 10, 2 rows per key): Spark's chain stores far more."""
+    fan_outs = [1, 10, 10, 2]
+    inputs = Inputs(tmp_path / "inputs", [f"k int, v{i} int" for i in range(len(fan_outs))])
+    for i, fan_out in enumerate(fan_outs):
+        rows = [{"k": key, f"v{i}": copy} for key in range(20) for copy in range(fan_out)]
+        inputs.batches.append([rows[: len(rows) // 2], rows[len(rows) // 2:]])
+    inputs.write()
+
+    def build(frames):
+        joined = frames[0]
+        for frame in frames[1:]:
+            joined = joined.join(frame, "k")
+        return joined
+
+    chain = run_stream(spark, inputs, build, enabled=False, checkpoint=tmp_path / "off")
+    multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
+    assert multi.rows == chain.rows == batch_rows(spark, inputs, build)
+    input_rows = 20 * sum(fan_outs)
+    assert multi.state_rows("multiJoin") == [input_rows]
+    assert sum(chain.state_rows("symmetricHashJoin")) > 5 * input_rows
+
+
+def test_condition_on_keys_of_one_input_and_composite_keys(spark, tmp_path):
+    """a.k = b.k AND b.k = b.j AND b.j = c.k: b's two columns are in the key's class."""
+    inputs = Inputs(tmp_path / "inputs", ["k int, x int", "k2 int, j int", "k3 int, y int"])
+    rng = random.Random(7)
+    for schema_columns in (("k", "x"), ("k2", "j"), ("k3", "y")):
+        rows = [{schema_columns[0]: rng.randint(0, 4), schema_columns[1]: rng.randint(0, 4)}
+                for _ in range(30)]
+        inputs.batches.append([rows[:15], rows[15:]])
+    inputs.batches[1] = [[{"k2": r["k2"], "j": r["j"] if rng.random() < 0.5 else r["k2"]}
+                          for r in batch] for batch in inputs.batches[1]]
+    inputs.write()
+
+    def build(frames):
+        a, b, c = frames
+        return (a.join(b, (F.col("k") == F.col("k2")) & (F.col("k2") == F.col("j")))
+                .join(c, F.col("j") == F.col("k3")))
+
+    chain = run_stream(spark, inputs, build, enabled=False, checkpoint=tmp_path / "off")
+    multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
+    assert multi.rows == chain.rows == batch_rows(spark, inputs, build)
+    assert sum(multi.rows.values()) > 0
+    assert multi.multi_join_count == 1

@@ -1,0 +1,124 @@
+"""Random chains of streaming inner joins on one key, with the data to run them on.
+
+A chain joins inputs t0..tn-1 (columns k<i> key, g<i> second key column, v<i> value). Each
+input's key is equated to an earlier input's key (a random tree, so keys are often only
+transitively equal), optionally with the g columns as a second key column, residual conditions
+between inputs, a computed column between joins, a filter over the result and a bushy shape.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from streaming_joins import Inputs
+
+
+@dataclass
+class ChainShape:
+    n_inputs: int
+    n_batches: int
+    parents: list[int]           # parents[j] for j >= 1: input whose key input j's key equals
+    composite_key: bool
+    residuals: dict[int, tuple[int, int]]  # join of input j -> (other input, kind)
+    computed_after: int | None   # add s = v0 + v1 after joining this many inputs
+    final_filter: bool
+    bushy_split: int | None      # join [0, split) and [split, n) separately, then each other
+    shuffle_partitions: int
+
+    def describe(self) -> str:
+        return (f"{self.n_inputs} inputs, {self.n_batches} batches, parents={self.parents}, "
+                f"composite={self.composite_key}, residuals={self.residuals}, "
+                f"computed_after={self.computed_after}, final_filter={self.final_filter}, "
+                f"bushy_split={self.bushy_split}, partitions={self.shuffle_partitions}")
+
+
+def random_shape(rng: random.Random, n_inputs: int) -> ChainShape:
+    bushy_split = rng.choice([None, None, rng.randrange(2, n_inputs - 1)]) if n_inputs >= 4 else None
+    parents = [0]
+    for j in range(1, n_inputs):
+        low = bushy_split if bushy_split is not None and j > bushy_split else 0
+        parents.append(rng.randrange(low, j) if j != bushy_split else rng.randrange(0, j))
+    residuals = {j: (rng.randrange(0, j), rng.randrange(2))
+                 for j in range(1, n_inputs) if rng.random() < 0.3
+                 and not (bushy_split is not None and j >= bushy_split)}
+    computed_after = rng.choice([None, 2]) if n_inputs >= 3 and bushy_split is None else None
+    return ChainShape(
+        n_inputs=n_inputs,
+        n_batches=rng.randint(2, 4),
+        parents=parents,
+        composite_key=rng.random() < 0.3,
+        residuals=residuals,
+        computed_after=computed_after,
+        final_filter=rng.random() < 0.3,
+        bushy_split=bushy_split,
+        shuffle_partitions=rng.choice([1, 2, 5]),
+    )
+
+
+def random_inputs(rng: random.Random, shape: ChainShape, root: Path, n_keys: int = 6) -> Inputs:
+    """Rows with duplicate, missing and null keys; fan-out kept so the output stays small."""
+    schemas = [f"k{i} int, g{i} int, v{i} int" for i in range(shape.n_inputs)]
+    inputs = Inputs(root, schemas)
+    budget = 48  # bound on the product of rows per key over all inputs
+    for i in range(shape.n_inputs):
+        fan_out = rng.choice([1, 2, 3]) if budget >= 3 else 1
+        budget //= fan_out
+        present = [key for key in range(n_keys) if rng.random() < 0.85]
+        rows = []
+        for key in present:
+            for _ in range(rng.randint(1, fan_out)):
+                rows.append({f"k{i}": key, f"g{i}": rng.choice([0, 1, None]) if rng.random() < 0.1
+                             else rng.choice([0, 1]), f"v{i}": rng.randint(0, 20)})
+        rows += [{f"k{i}": None, f"g{i}": 0, f"v{i}": rng.randint(0, 20)}
+                 for _ in range(rng.randint(0, 2))]
+        rng.shuffle(rows)
+        batches = [[] for _ in range(shape.n_batches)]
+        for row in rows:
+            batches[rng.randrange(shape.n_batches)].append(row)
+        inputs.batches.append(batches)
+    return inputs
+
+
+def build_chain(shape: ChainShape):
+    """The query of `shape`, over one DataFrame per input."""
+
+    def condition(j: int, parent: int):
+        cond = F.col(f"k{parent}") == F.col(f"k{j}")
+        if shape.composite_key:
+            cond = cond & (F.col(f"g{parent}") == F.col(f"g{j}"))
+        if j in shape.residuals:
+            other, kind = shape.residuals[j]
+            if kind == 0:
+                cond = cond & ((F.col(f"v{j}") + F.col(f"v{other}")) % 3 != 0)
+            else:
+                cond = cond & (F.col(f"v{j}") <= F.col(f"v{other}") + 8)
+        return cond
+
+    def left_deep(frames: list[DataFrame], first: int, last: int) -> DataFrame:
+        joined = frames[first]
+        for j in range(first + 1, last):
+            joined = joined.join(frames[j], condition(j, shape.parents[j]))
+            if shape.computed_after is not None and j + 1 == shape.computed_after:
+                joined = joined.withColumn("s", F.col("v0") + F.col("v1"))
+        return joined
+
+    def build(frames: list[DataFrame]) -> DataFrame:
+        n = shape.n_inputs
+        if shape.bushy_split is None:
+            joined = left_deep(frames, 0, n)
+        else:
+            split = shape.bushy_split
+            joined = left_deep(frames, 0, split).join(
+                left_deep(frames, split, n), condition(split, shape.parents[split]))
+        if shape.computed_after is not None:
+            joined = joined.where(F.col("s") >= F.col(f"v{n - 1}") - 15)
+        if shape.final_filter:
+            joined = joined.where(F.col("v0") != F.col(f"v{n - 1}"))
+        return joined
+
+    return build
