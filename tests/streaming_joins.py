@@ -132,5 +132,6 @@ def batch_rows(spark: SparkSession, inputs: Inputs, build: QueryBuilder) -> Coun
 
 
 def explain(frame: DataFrame) -> str:
-    return frame._jdf.queryExecution().explainString(
-        frame.sparkSession._jvm.org.apache.spark.sql.execution.SimpleMode())
+    """The physical plan of `frame`, as `frame.explain()` prints it."""
+    modes = frame.sparkSession._jvm.org.apache.spark.sql.execution.ExplainMode
+    return frame._jdf.queryExecution().explainString(modes.fromString("simple"))

@@ -18,34 +18,40 @@ object MultiJoinConf {
   /** The version the entries below first appeared in. */
   private val FirstVersion = "0.1.0"
 
+  private val EnabledDoc =
+    "When true, chains of three or more streaming inner joins on one shared key run as one " +
+      "StreamingMultiJoin operator that keeps only the input rows in state. Read when a " +
+      "streaming query starts; a query keeps the value it started with."
+
+  private val MaxTablesDoc =
+    "The most inputs one StreamingMultiJoin takes. A longer chain is split, left to right, into " +
+      "several multi-joins of at most this many inputs each; the later ones then store the " +
+      "output of the earlier ones as Spark's chain does. Unset means no limit."
+
+  private def entry(key: String, doc: String, alias: Option[String]) =
+    alias.foldLeft(SQLConf.buildConf(key))(_.withAlternative(_)).doc(doc).version(FirstVersion)
+
+  private def enabled(key: String, doc: String, alias: Option[String] = None) =
+    entry(key, doc, alias).booleanConf
+
+  private def maxTables(key: String, doc: String, alias: Option[String] = None) =
+    entry(key, doc, alias).intConf
+      .checkValue(_ >= 2, s"$key must be an integer of at least 2 (a multi-join needs two " +
+        "inputs); unset it for no limit.")
+
   val ENABLED: ConfigEntry[Boolean] =
-    SQLConf.buildConf("multi-join.enabled")
-      .doc("When true, chains of three or more streaming inner joins on one shared key run as " +
-        "one StreamingMultiJoin operator that keeps only the input rows in state. Read when a " +
-        "streaming query starts; a query keeps the value it started with.")
-      .version(FirstVersion)
-      .withAlternative("spark.multi-join.enabled")
-      .booleanConf
+    enabled("multi-join.enabled", EnabledDoc, Some("spark.multi-join.enabled"))
       .createWithDefault(false)
 
   val MAX_TABLES: ConfigEntry[Option[Int]] =
-    SQLConf.buildConf("multi-join.max-tables")
-      .doc("The most inputs one StreamingMultiJoin takes. A longer chain is split, left to " +
-        "right, into several multi-joins of at most this many inputs each; the later ones then " +
-        "store the output of the earlier ones as Spark's chain does. Unset means no limit.")
-      .version(FirstVersion)
-      .withAlternative("spark.multi-join.max-tables")
-      .intConf
-      .checkValue(_ >= 2, "multi-join.max-tables must be an integer of at least 2 " +
-        "(a multi-join needs two inputs); unset it for no limit.")
+    maxTables("multi-join.max-tables", MaxTablesDoc, Some("spark.multi-join.max-tables"))
       .createOptional
 
-  /** The `spark.`-prefixed aliases, registered so that setting one is validated too. */
+  // The `spark.`-prefixed aliases are registered too, so that setting one is validated and an
+  // error names the key that was set.
   private val aliases: Seq[ConfigEntry[_]] = Seq(
-    SQLConf.buildConf("spark.multi-join.enabled")
-      .doc(s"Alias of ${ENABLED.key}.").version(FirstVersion).fallbackConf(ENABLED),
-    SQLConf.buildConf("spark.multi-join.max-tables")
-      .doc(s"Alias of ${MAX_TABLES.key}.").version(FirstVersion).fallbackConf(MAX_TABLES))
+    enabled("spark.multi-join.enabled", s"Alias of ${ENABLED.key}.").createWithDefault(false),
+    maxTables("spark.multi-join.max-tables", s"Alias of ${MAX_TABLES.key}.").createOptional)
 
   /** The documented entries, in the order the README lists them. */
   val entries: Seq[ConfigEntry[_]] = Seq(ENABLED, MAX_TABLES)

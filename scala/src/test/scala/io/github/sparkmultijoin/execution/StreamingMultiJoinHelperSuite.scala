@@ -1,0 +1,70 @@
+package io.github.sparkmultijoin.execution
+
+import scala.util.Random
+
+import io.github.sparkmultijoin.execution.StreamingMultiJoinHelper.{predicate, probePlans, BoundRows, Combinations}
+import org.scalatest.funsuite.AnyFunSuite
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Add, And, AttributeReference, EqualTo, GreaterThan, Literal, Not, Remainder, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.types.{DataType, IntegerType}
+
+class StreamingMultiJoinHelperSuite extends AnyFunSuite {
+
+  // Input i has one int column v<i>.
+  private def inputs(n: Int) = (0 until n).map(i => Seq(AttributeReference(s"v$i", IntegerType)()))
+
+  private def rows(values: Seq[Int]): Array[UnsafeRow] = {
+    val toRow = UnsafeProjection.create(Array[DataType](IntegerType))
+    values.map(v => toRow(InternalRow(v)).copy()).toArray
+  }
+
+  test("conjuncts are checked at the first step that binds all their inputs") {
+    val attributes = inputs(4)
+    val Seq(v0, v1, v2, v3) = attributes.map(_.head)
+    val onlyNewRow = GreaterThan(v2, Literal(0))
+    val withFirstProbe = EqualTo(v2, v0)
+    val withLastProbe = GreaterThan(Add(v1, v3), Literal(3))
+    val condition = Seq(onlyNewRow, withFirstProbe, withLastProbe).reduce(And)
+    val plan = probePlans(attributes, Some(condition))(2)
+    assert(plan.probeOrder.toSeq == Seq(0, 1, 3))
+    assert(plan.checkOnNewRow.contains(onlyNewRow))
+    assert(plan.checksAfterProbe.toSeq == Seq(Some(withFirstProbe), None, Some(withLastProbe)))
+  }
+
+  test("combinations are exactly the filtered cartesian product, in any input position") {
+    val random = new Random(42)
+    for (trial <- 0 until 50) {
+      val n = 2 + random.nextInt(4)
+      val attributes = inputs(n)
+      val values = attributes.flatten
+      // A residual condition over two random inputs: (va + vb) % 3 != 0.
+      val Seq(a, b) = random.shuffle(values.indices.toList).take(2)
+      val condition = Not(
+        EqualTo(Remainder(Add(values(a), values(b)), Literal(3)), Literal(0)))
+      val newInput = random.nextInt(n)
+      val plan = probePlans(attributes, Some(condition))(newInput)
+      val stored = plan.probeOrder.map(_ => Seq.fill(random.nextInt(4))(random.nextInt(10)))
+      val newValue = random.nextInt(10)
+
+      val output = values
+      val bound = new BoundRows(Seq.fill(n)(1))
+      bound.bind(newInput, rows(Seq(newValue)).head)
+      val checks = plan.checksAfterProbe.map(predicate(_, output))
+      val newRowCheck = predicate(plan.checkOnNewRow, output)
+      val produced =
+        if (newRowCheck != null && !newRowCheck.eval(bound.row)) Seq.empty
+        else new Combinations(stored.map(rows), plan.probeOrder, checks, bound,
+          UnsafeProjection.create(output, output)).map(row => (0 until n).map(row.getInt)).toList
+
+      val expected = plan.probeOrder.indices.foldLeft(Seq(Map(newInput -> newValue))) {
+        (partial, depth) => for (p <- partial; v <- stored(depth)) yield
+          p + (plan.probeOrder(depth) -> v)
+      }.map(assignment => (0 until n).map(assignment)).filter { combination =>
+        (combination(a) + combination(b)) % 3 != 0
+      }
+      assert(produced.sortBy(_.mkString(",")) == expected.sortBy(_.mkString(",")),
+        s"trial $trial: n=$n new=$newInput stored=$stored")
+    }
+  }
+}
