@@ -1,4 +1,5 @@
-"""Builds the Scala extension with sbt (bootstrapped by scripts/sbt) and puts its jar in the package.
+"""Builds the Scala extension with sbt (bootstrapped by scripts/sbt) and puts its jar in the
+package.
 
 Everything else about the package is declared in pyproject.toml.
 """

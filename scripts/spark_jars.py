@@ -32,8 +32,8 @@ def plain_environment() -> dict[str, str]:
 
 def installed_jars(version: str) -> Path | None:
     probe = subprocess.run(
-        [sys.executable, "-c",
-         "import os, pyspark; print(pyspark.__version__); print(os.path.dirname(pyspark.__file__))"],
+        [sys.executable, "-c", "import os, pyspark; "
+         "print(pyspark.__version__); print(os.path.dirname(pyspark.__file__))"],
         env=plain_environment(), capture_output=True, text=True)
     if probe.returncode != 0:
         return None

@@ -38,7 +38,9 @@ class ChainShape:
 
 
 def random_shape(rng: random.Random, n_inputs: int) -> ChainShape:
-    bushy_split = rng.choice([None, None, rng.randrange(2, n_inputs - 1)]) if n_inputs >= 4 else None
+    bushy_split = None
+    if n_inputs >= 4:
+        bushy_split = rng.choice([None, None, rng.randrange(2, n_inputs - 1)])
     parents = [0]
     for j in range(1, n_inputs):
         low = bushy_split if bushy_split is not None and j > bushy_split else 0

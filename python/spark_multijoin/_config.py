@@ -40,7 +40,8 @@ class MultiJoinConfig:
         if value is None:
             self._spark.conf.unset(MAX_TABLES_KEY)
         elif isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{MAX_TABLES_KEY} takes an integer of at least 2 or None, not {value!r}")
+            raise TypeError(
+                f"{MAX_TABLES_KEY} takes an integer of at least 2 or None, not {value!r}")
         else:
             self._spark.conf.set(MAX_TABLES_KEY, value)
 

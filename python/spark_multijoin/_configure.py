@@ -1,4 +1,5 @@
-"""Adding the extension to a SparkSession builder, as delta-spark's configure_spark_with_delta_pip."""
+"""Adding the extension to a SparkSession builder, as delta-spark's configure_spark_with_delta_pip
+does for Delta."""
 
 from __future__ import annotations
 

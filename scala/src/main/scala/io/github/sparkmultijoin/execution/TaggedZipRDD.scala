@@ -9,7 +9,7 @@ import org.apache.spark.sql.catalyst.InternalRow
  * of partition p of every input, input by input, each tagged with its input's index. This is the
  * order the multi-join processes a micro-batch in.
  */
-class TaggedZipRDD(@transient private var inputs: Seq[RDD[InternalRow]])
+class TaggedZipRDD(private var inputs: Seq[RDD[InternalRow]])
   extends RDD[(Int, InternalRow)](inputs.head.sparkContext, inputs.map(new OneToOneDependency(_))) {
 
   require(inputs.map(_.getNumPartitions).distinct.length == 1,
@@ -22,9 +22,8 @@ class TaggedZipRDD(@transient private var inputs: Seq[RDD[InternalRow]])
 
   override def compute(split: Partition, context: TaskContext): Iterator[(Int, InternalRow)] = {
     val parts = split.asInstanceOf[TaggedZipPartition].inputPartitions
-    dependencies.indices.iterator.flatMap { input =>
-      val rdd = dependencies(input).rdd.asInstanceOf[RDD[InternalRow]]
-      rdd.iterator(parts(input), context).map(row => (input, row))
+    inputs.indices.iterator.flatMap { input =>
+      inputs(input).iterator(parts(input), context).map(row => (input, row))
     }
   }
 

@@ -23,7 +23,7 @@ private[optimizer] object EquivalentKeys {
    * `b.x = b.y` from a join condition down into input b, where it can still link two classes).
    */
   def spanning(inputs: Seq[LogicalPlan], conjuncts: Seq[Expression]): Seq[KeyClass] = {
-    val guaranteed = inputs.flatMap(_.constraints.toSeq.collect { case equality: EqualTo => equality })
+    val guaranteed = inputs.flatMap(_.constraints.toSeq.collect { case e: EqualTo => e })
     def inputOf(expression: Expression): Option[Int] =
       if (expression.references.isEmpty || !expression.deterministic) None
       else Some(inputs.indexWhere(input => expression.references.subsetOf(input.outputSet)))

@@ -62,7 +62,9 @@ object MultiJoinConf {
 
   /** The README's configuration table (tests/test_readme.py keeps the README in step with it). */
   def markdownTable: String = {
-    val header = Seq("| key | alias | default | since | meaning |", "| --- | --- | --- | --- | --- |")
+    val header = Seq(
+      "| key | alias | default | since | meaning |",
+      "| --- | --- | --- | --- | --- |")
     val rows = entries.map { entry =>
       val default = entry.defaultValueString match {
         case "<undefined>" => "(none)"

@@ -15,10 +15,10 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreCoordinatorRef
 /**
  * The few Spark-private members the extension needs, in one place.
  *
- * State info: Spark assigns state info (checkpoint location, run id, operator id, batch id, partitions) only
- * to its own stateful operators, by matching their classes after planning. Its watermark
- * simulation then reads the operator id of every StateStoreWriter, so ours must carry state info
- * when planning ends. The micro-batch thread holds the query id and batch id as local
+ * State info: Spark assigns state info (checkpoint location, run id, operator id, batch id,
+ * partitions) only to its own stateful operators, by matching their classes after planning. Its
+ * watermark simulation then reads the operator id of every StateStoreWriter, so ours must carry
+ * state info when planning ends. The micro-batch thread holds the query id and batch id as local
  * properties, and the running query is registered in the shared state (not in
  * `session.streams`: the query runs on a cloned session).
  */
@@ -54,5 +54,6 @@ object SparkInternals {
    * them (one NaN, 0.0 for -0.0). Spark normalizes the keys of its own joins in an optimizer rule
    * that runs after ours and knows only Join nodes.
    */
-  def normalizeFloatingNumbers(key: Expression): Expression = NormalizeFloatingNumbers.normalize(key)
+  def normalizeFloatingNumbers(key: Expression): Expression =
+    NormalizeFloatingNumbers.normalize(key)
 }
