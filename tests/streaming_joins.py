@@ -7,6 +7,7 @@ and the streams read one file per trigger, so batch b of every input arrives tog
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter
 from contextlib import contextmanager
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from pyspark.sql import DataFrame, SparkSession
+
+_FIRST_BATCH_MTIME = 1_700_000_000
 
 # Builds the query from one DataFrame per input (streaming or batch alike).
 QueryBuilder = Callable[[list[DataFrame]], DataFrame]
@@ -39,7 +42,11 @@ class Inputs:
         folder = self.root / f"input{input_index}"
         folder.mkdir(parents=True, exist_ok=True)
         lines = "".join(json.dumps(row) + "\n" for row in rows)
-        (folder / f"batch{batch_index:04d}.json").write_text(lines)
+        path = folder / f"batch{batch_index:04d}.json"
+        path.write_text(lines)
+        # The file source takes files in modification-time order: make it the batch order.
+        stamp = _FIRST_BATCH_MTIME + batch_index
+        os.utime(path, (stamp, stamp))
 
     def streams(self, spark: SparkSession) -> list[DataFrame]:
         return [

@@ -12,7 +12,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.plans.physical.{Distribution, Partitioning, PartitioningCollection, StatefulOpClusteredDistribution}
 import org.apache.spark.sql.execution.SparkPlan
-import org.apache.spark.sql.execution.streaming.operators.stateful.{SchemaValidationUtils, StatefulOperatorStateInfo, StateStoreWriter}
+import org.apache.spark.sql.execution.streaming.operators.stateful.{SchemaValidationUtils, StatefulOperatorCustomMetric, StatefulOperatorCustomSumMetric, StatefulOperatorStateInfo, StateStoreWriter}
 import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, OperatorInfoV1, OperatorStateMetadata, OperatorStateMetadataV2, StateSchemaValidationResult, StateStore, StateStoreColFamilySchema, StateStoreId, StateStoreMetadataV2, StateStoreOps}
 import org.apache.spark.sql.multijoin.SparkInternals
 import org.apache.spark.sql.types.StructType
@@ -63,17 +63,38 @@ case class StreamingMultiJoinExec(
 
   override def simpleString(maxFields: Int): String = {
     val inputs = children.indices.map { input =>
-      s"input$input key=${keys(input).map(_.sql).mkString("[", ", ", "]")}"
+      val kept = (eventTimes(input), evictionOffsets(input)) match {
+        case (Some(time), Some(offset)) => s" keeps ${time.name} > watermark + ${offset}ms"
+        case (Some(time), None) => s" keeps all (${time.name} unbounded)"
+        case _ => ""
+      }
+      s"input$input key=${keys(input).map(_.sql).mkString("[", ", ", "]")}$kept"
     }
     s"$nodeName ${inputs.mkString(", ")}, condition=${condition.map(_.sql).getOrElse("none")}, " +
       s"state=${stateInfo.map(info => s"operator ${info.operatorId}").getOrElse("<unknown>")}"
   }
 
+  /** Each input's event-time column, and its ordinal in the input's rows. */
+  private def eventTimes: Seq[Option[Attribute]] =
+    EventTimeBounds.eventTimeColumns(children.map(_.output))
+
+  private def timeOrdinals: Seq[Option[Int]] = eventTimes.zip(children).map {
+    case (time, child) => time.map(column => child.output.indexWhere(_.exprId == column.exprId))
+  }
+
+  /** Per input, how far below the watermark its rows are kept (ms); None keeps them all. */
+  private lazy val evictionOffsets: Seq[Option[Long]] =
+    EventTimeBounds.evictionOffsets(children.map(_.output), condition)
+
+  private def evictable: Seq[Int] =
+    children.indices.filter(input => eventTimes(input).isDefined && evictionOffsets(input).isDefined)
+
   private def keySchema: StructType = MultiJoinStateManager.keySchema(keys.head.map(_.dataType))
 
   override def getColFamilySchemas(
       shouldBeNullable: Boolean): Map[String, StateStoreColFamilySchema] =
-    MultiJoinStateManager.columnFamilySchemas(keySchema, children.map(_.schema))
+    MultiJoinStateManager.columnFamilySchemas(
+      keySchema, children.map(_.schema), eventTimes.map(_.isDefined))
 
   override def validateAndMaybeEvolveStateSchema(
       hadoopConf: Configuration,
@@ -95,32 +116,55 @@ case class StreamingMultiJoinExec(
     OperatorStateMetadataV2(OperatorInfoV1(info.operatorId, shortName), Array(store), "{}")
   }
 
-  // Inner joins evict nothing, so a batch without data has nothing to do.
-  override def shouldRunAnotherBatch(newInputWatermark: Long): Boolean = false
+  override def customStatefulOperatorMetrics: Seq[StatefulOperatorCustomMetric] =
+    children.indices.map { input =>
+      StatefulOperatorCustomSumMetric(rowsOfInputMetric(input), s"rows of input $input in state")
+    }
+
+  private def rowsOfInputMetric(input: Int): String = s"numRowsInput$input"
+
+  // A batch without data is worth running when the watermark moved and rows may be due.
+  override def shouldRunAnotherBatch(newInputWatermark: Long): Boolean =
+    evictable.nonEmpty && stateInfo.flatMap(SparkInternals.inputWatermarks(session, _)).exists {
+      case (_, evictionWatermark) => newInputWatermark > evictionWatermark
+    }
+
+  // Every row to come joins rows above their inputs' eviction bounds; an operator after this one
+  // must not take those as late.
+  override def produceOutputWatermark(inputWatermarkMs: Long): Option[Long] =
+    Some((inputWatermarkMs +: evictable.map(inputWatermarkMs + evictionOffsets(_).get)).min)
 
   override protected def doExecute(): RDD[InternalRow] = {
     val info = stateInfo.getOrElse(throw new IllegalStateException(
       s"$nodeName runs only inside a streaming query, which gives it its state info:\n$this"))
     metrics // created on the driver, before tasks refer to them
+    val watermarks = SparkInternals.inputWatermarks(session, info)
     // Rows live in one column family per input; the store's default family stays empty.
     val defaultFamilySchema = StructType(Nil).add("unused", "int")
     new TaggedZipRDD(children.map(_.execute())).mapPartitionsWithStateStore(
       info, defaultFamilySchema, defaultFamilySchema,
       NoPrefixKeyStateEncoderSpec(defaultFamilySchema), session.sessionState,
       Some(SparkInternals.stateStoreCoordinator(session)), useColumnFamilies = true)(
-      processPartition(info))
+      processPartition(info, watermarks.map(_._1), watermarks.map(_._2)))
   }
 
-  private def processPartition(info: StatefulOperatorStateInfo)(
+  private def processPartition(
+      info: StatefulOperatorStateInfo,
+      lateRowsWatermarkMs: Option[Long],
+      evictionWatermarkMs: Option[Long])(
       store: StateStore,
       taggedInput: Iterator[(Int, InternalRow)]): Iterator[InternalRow] = {
     val numOutputRows = longMetric("numOutputRows")
     val numUpdatedStateRows = longMetric("numUpdatedStateRows")
     val allUpdatesTimeMs = longMetric("allUpdatesTimeMs")
     val commitTimeMs = longMetric("commitTimeMs")
+    val allRemovalsTimeMs = longMetric("allRemovalsTimeMs")
+    val numRemovedStateRows = longMetric("numRemovedStateRows")
+    val numLateRows = longMetric("numRowsDroppedByWatermark")
 
+    val ordinals = timeOrdinals
     val state = new MultiJoinStateManager(
-      store, keySchema, children.map(_.schema), info.storeVersion)
+      store, keySchema, children.map(_.schema), ordinals, info.storeVersion)
     TaskContext.get().addTaskCompletionListener[Unit](_ => state.abortIfNotCommitted())
 
     val inputOutputs = children.map(_.output)
@@ -134,7 +178,18 @@ case class StreamingMultiJoinExec(
     val bound = new BoundRows(inputOutputs.map(_.length))
     val project = UnsafeProjection.create(output, output)
 
+    // Spark drops an input row at or below the watermark of the previous batch as late.
+    val lateAtOrBelowMicros = lateRowsWatermarkMs.map(_ * 1000)
+    def isLate(input: Int, row: InternalRow): Boolean = ordinals(input).exists { ordinal =>
+      lateAtOrBelowMicros.exists(watermark => !row.isNullAt(ordinal) &&
+        row.getLong(ordinal) <= watermark)
+    }
+
     def joinAndStore(input: Int, row: InternalRow): Iterator[InternalRow] = {
+      if (isLate(input, row)) {
+        numLateRows += 1
+        return Iterator.empty
+      }
       val key = keyProjections(input)(row)
       if (key.anyNull) return Iterator.empty
       val plan = plans(input)
@@ -163,11 +218,25 @@ case class StreamingMultiJoinExec(
 
     def onCompletion(): Unit = {
       allUpdatesTimeMs += NANOSECONDS.toMillis(System.nanoTime - updateStartTimeNs)
+      allRemovalsTimeMs += timeTakenMs {
+        for (watermark <- evictionWatermarkMs; input <- evictable) {
+          state.evict(input, (watermark + evictionOffsets(input).get) * 1000)
+        }
+      }
       commitTimeMs += timeTakenMs {
         state.commit()
       }
       numUpdatedStateRows += state.numStoredRows
-      setStoreMetrics(store)
+      numRemovedStateRows += state.numEvictedRows
+      // The store counts the time index too; the state rows reported are the input rows.
+      longMetric("numTotalStateRows") += state.rowCounts.sum
+      state.rowCounts.zipWithIndex.foreach { case (rows, input) =>
+        longMetric(rowsOfInputMetric(input)) += rows
+      }
+      val storeMetrics = store.metrics
+      longMetric("stateMemory") += storeMetrics.memoryUsedBytes
+      setStoreCustomMetrics(storeMetrics.customMetrics)
+      setStoreInstanceMetrics(storeMetrics.instanceMetrics)
       setOperatorMetrics()
     }
 

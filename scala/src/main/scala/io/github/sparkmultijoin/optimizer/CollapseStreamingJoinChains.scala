@@ -4,12 +4,13 @@ import java.util.concurrent.ConcurrentHashMap
 
 import scala.collection.mutable
 
+import io.github.sparkmultijoin.execution.EventTimeBounds
 import io.github.sparkmultijoin.logical.MultiJoin
 
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeSet, EqualTo, ExprId, Expression, NamedExpression, PredicateHelper}
 import org.apache.spark.sql.catalyst.plans.Inner
-import org.apache.spark.sql.catalyst.plans.logical.{EventTimeWatermark, Filter, Join, LogicalPlan, Project}
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, Join, LogicalPlan, Project}
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.util.UnsafeRowUtils
 import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
@@ -32,8 +33,8 @@ import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
  *
  * Anything else stays as Spark planned it and the reason is logged once: the extension is
  * disabled, an input is static, a join is of another type, there is no common key, the key's
- * type cannot be compared by its bytes, an input has an event-time watermark (late-row handling
- * is not there yet), or the state store cannot hold the state. Batch plans
+ * type cannot be compared by its bytes, or the state store cannot hold the state. Where the inputs
+ * have event times, an input that no interval condition bounds is warned of. Batch plans
  * are never touched.
  *
  * It runs once, after Spark's operator optimizations (as a pre-CBO rule), so the joins it sees
@@ -148,13 +149,6 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
         s"inputs already keeps only input rows ($names).")
       return None
     }
-    inputs.find(_.output.exists(_.metadata.contains(EventTimeWatermark.delayKey))).foreach {
-      input =>
-        logOnce(s"A chain of ${inputs.length} streaming joins stays as Spark planned it: input " +
-          s"${describe(input)} has an event-time watermark, and Spark's joins drop late rows by " +
-          s"it, which the multi-join does not do yet ($names).")
-        return None
-    }
     val keyClasses = EquivalentKeys.spanning(inputs, conjuncts)
     if (keyClasses.isEmpty) {
       logOnce(s"A chain of ${inputs.length} streaming joins stays as Spark planned it: no common " +
@@ -176,6 +170,7 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
         multiJoin(below +: group, pending, keyClasses, nextOperatorId)
       }
     assert(leftOver.isEmpty, s"conditions not placed in any multi-join: $leftOver")
+    warnOfUnboundedInputs(collapsed)
     logInfo(s"Collapsed a chain of ${inputs.length} streaming joins into one multi-join " +
       s"on ${keyClasses.length} key column(s): $names")
     Some(withOutputOf(join, collapsed, chain))
@@ -225,6 +220,29 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
       }
     }
     if (projectList == collapsed.output) collapsed else Project(projectList, collapsed)
+  }
+
+  /**
+   * Where some inputs have event times, the state is meant to be bounded: say which inputs no
+   * interval condition bounds, as their rows then stay in state for good.
+   */
+  private def warnOfUnboundedInputs(multiJoin: MultiJoin): Unit = {
+    val outputs = multiJoin.children.map(_.output)
+    val times = EventTimeBounds.eventTimeColumns(outputs)
+    if (times.exists(_.isDefined)) {
+      EventTimeBounds.evictionOffsets(outputs, multiJoin.condition).zip(multiJoin.children)
+        .zip(times).collect { case ((None, input), time) =>
+          val why = if (time.isEmpty) "it has no event-time column with a watermark" else
+            s"no interval condition bounds ${time.get.name} against every other input's event " +
+              "time, directly or through other inputs"
+          logWarningOnce(s"Input ${describe(input)} of a streaming multi-join is unbounded: " +
+            s"$why, so its rows are kept in state for good.")
+        }
+    }
+    multiJoin.children.foreach {
+      case below: MultiJoin => warnOfUnboundedInputs(below)
+      case _ =>
+    }
   }
 
   private def describe(input: LogicalPlan): String =

@@ -1,85 +1,157 @@
 package io.github.sparkmultijoin.execution.state
 
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{BoundReference, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
-import org.apache.spark.sql.execution.streaming.state.{PrefixKeyScanStateEncoderSpec, StateStore, StateStoreColFamilySchema}
-import org.apache.spark.sql.types.{DataType, LongType, StructField, StructType}
+import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, NoPrefixKeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec, RangeKeyScanStateEncoderSpec, StateStore, StateStoreColFamilySchema}
+import org.apache.spark.sql.types.{BooleanType, DataType, IntegerType, LongType, StructField, StructType}
 
 /**
  * The state of one partition of a multi-join: the input rows of every input, by join key.
  *
  * Layout, in one RocksDB state store per partition:
- *  - one column family per input, named `input0`, `input1`, ...;
- *  - key: the join key's columns, then `batchId` and `rowIndex` (longs), which make each stored
- *    row's key unique: the batch that stored it and its position among the rows this partition
- *    stored in that batch. A prefix scan over the join key's columns reads an input's rows for
- *    one key;
- *  - value: the input row, in its input's schema.
- * Nothing but input rows is stored, so the state is as large as the inputs it holds.
+ *  - `input<i>`, one column family per input: key = the join key's columns, then `batchId` and
+ *    `rowIndex` (longs: the batch that stored the row and its position among the rows this
+ *    partition stored in that batch, which make every key unique); value = the input row. A
+ *    prefix scan over the join key's columns reads an input's rows for one key.
+ *  - `input<i>ByTime`, for an input with an event time: key = the event time (microseconds),
+ *    then the row's key in `input<i>`; value = a placeholder. Its keys are ordered by event time,
+ *    so eviction reads exactly the rows it removes and stops at the first one it keeps.
+ *  - `rowCounts`: key = input index, value = how many rows of that input are stored, so that the
+ *    operator can report its rows per input (and in total) without scanning.
+ * Nothing but input rows and their index is stored.
  *
  * A batch that is retried reloads the store at the batch's version, so its row indexes start
  * over without clashing with stored rows.
  *
- * @param store       the partition's state store, opened with column families
- * @param keySchema   the join key's schema, the same for all inputs
- * @param inputSchemas the schema of each input's rows
- * @param batchId     the micro-batch being processed
+ * @param store         the partition's state store, opened with column families
+ * @param keySchema     the join key's schema, the same for all inputs
+ * @param inputSchemas  the schema of each input's rows
+ * @param timeOrdinals  per input, the ordinal of its event time in its rows, if it has one
+ * @param batchId       the micro-batch being processed
  */
 class MultiJoinStateManager(
     store: StateStore,
     keySchema: StructType,
     inputSchemas: Seq[StructType],
+    timeOrdinals: Seq[Option[Int]],
     batchId: Long) {
 
   import MultiJoinStateManager._
 
-  private val columnFamilies = inputSchemas.indices.map(columnFamilyName)
-  private val rowKeySchema = stateKeySchema(keySchema)
-
-  columnFamilySchemas(keySchema, inputSchemas).values.foreach { schema =>
-    store.createColFamilyIfAbsent(
-      schema.colFamilyName, schema.keySchema, schema.valueSchema, schema.keyStateEncoderSpec.get)
+  columnFamilySchemas(keySchema, inputSchemas, timeOrdinals.map(_.isDefined)).values.foreach {
+    schema =>
+      store.createColFamilyIfAbsent(schema.colFamilyName, schema.keySchema, schema.valueSchema,
+        schema.keyStateEncoderSpec.get)
   }
 
+  private val rowKeyWidth = stateKeySchema(keySchema).length
   private val rowPosition = new GenericInternalRow(Array[Any](batchId, 0L))
   private val keyAndPosition = new JoinedRow
   private val rowKeyProjection = UnsafeProjection.create(
-    rowKeySchema.fields.zipWithIndex.map { case (field, ordinal) =>
+    stateKeySchema(keySchema).fields.zipWithIndex.map { case (field, ordinal) =>
       BoundReference(ordinal, field.dataType, field.nullable)
     }.toSeq)
+  private val timeAndRowKey = new JoinedRow
+  private val timeHolder = new GenericInternalRow(1)
+  private val timeKeyProjection = UnsafeProjection.create(
+    timeIndexKeySchema(keySchema).fields.zipWithIndex.map { case (field, ordinal) =>
+      BoundReference(ordinal, field.dataType, field.nullable)
+    }.toSeq)
+  private val rowKeyOfTimeKey = UnsafeProjection.create(
+    (1 to rowKeyWidth).map { ordinal =>
+      val field = timeIndexKeySchema(keySchema)(ordinal)
+      BoundReference(ordinal, field.dataType, field.nullable)
+    })
+  private val placeholder = UnsafeProjection.create(Array[DataType](BooleanType))(
+    InternalRow(true)).copy()
+  private val countKey = UnsafeProjection.create(Array[DataType](IntegerType))
+  private val countValue = UnsafeProjection.create(Array[DataType](LongType))
+
   private var nextRowIndex = 0L
-  private var storedRowCount = 0L
+  private val storedCounts = inputSchemas.indices.map { input =>
+    Option(store.get(countKey(InternalRow(input)), RowCountsFamily)).map(_.getLong(0)).getOrElse(0L)
+  }.toArray
+  private var stored = 0L
+  private var evicted = 0L
 
   /** The rows of `input` stored so far under `key`, copied so that they can be held. */
   def get(input: Int, key: UnsafeRow): Array[UnsafeRow] = {
-    val stored = store.prefixScan(key, columnFamilies(input))
-    try stored.map(_.value.copy()).toArray finally stored.close()
+    val rows = store.prefixScan(key, rowFamily(input))
+    try rows.map(_.value.copy()).toArray finally rows.close()
   }
 
   /** Stores `row` (an UnsafeRow of the input's schema) of `input` under `key`. */
   def append(input: Int, key: UnsafeRow, row: UnsafeRow): Unit = {
     rowPosition.setLong(1, nextRowIndex)
     nextRowIndex += 1
-    store.put(rowKeyProjection(keyAndPosition(key, rowPosition)), row, columnFamilies(input))
-    storedRowCount += 1
+    val rowKey = rowKeyProjection(keyAndPosition(key, rowPosition))
+    store.put(rowKey, row, rowFamily(input))
+    timeOrdinals(input).foreach { ordinal =>
+      timeHolder.setLong(0, row.getLong(ordinal))
+      store.put(timeKeyProjection(timeAndRowKey(timeHolder, rowKey)), placeholder,
+        timeFamily(input))
+    }
+    storedCounts(input) += 1
+    stored += 1
   }
 
-  /** How many rows this batch stored. */
-  def numStoredRows: Long = storedRowCount
+  /**
+   * Removes the rows of `input` whose event time is at or below `maxTimeMicros`, reading only
+   * those (and the first row kept). Returns how many were removed.
+   */
+  def evict(input: Int, maxTimeMicros: Long): Long = {
+    require(timeOrdinals(input).isDefined, s"input $input has no event time to evict by")
+    val due = store.iterator(timeFamily(input))
+    val timeKeys = try {
+      due.map(_.key).takeWhile(_.getLong(0) <= maxTimeMicros).map(_.copy()).toArray
+    } finally {
+      due.close()
+    }
+    timeKeys.foreach { timeKey =>
+      store.remove(rowKeyOfTimeKey(timeKey), rowFamily(input))
+      store.remove(timeKey, timeFamily(input))
+    }
+    storedCounts(input) -= timeKeys.length
+    evicted += timeKeys.length
+    timeKeys.length
+  }
 
-  def commit(): Unit = store.commit()
+  /** How many rows of each input are stored after this batch's changes. */
+  def rowCounts: Seq[Long] = storedCounts.toSeq
+
+  def numStoredRows: Long = stored
+
+  def numEvictedRows: Long = evicted
+
+  def commit(): Unit = {
+    storedCounts.zipWithIndex.foreach { case (count, input) =>
+      store.put(countKey(InternalRow(input)).copy(), countValue(InternalRow(count)),
+        RowCountsFamily)
+    }
+    store.commit()
+  }
 
   def abortIfNotCommitted(): Unit = if (!store.hasCommitted) store.abort()
 }
 
 object MultiJoinStateManager {
 
-  def columnFamilyName(input: Int): String = s"input$input"
+  val RowCountsFamily = "rowCounts"
+
+  def rowFamily(input: Int): String = s"input$input"
+
+  def timeFamily(input: Int): String = s"input${input}ByTime"
 
   /** The key of a stored row: the join key's columns, then the row's batch and index. */
   def stateKeySchema(keySchema: StructType): StructType =
     keySchema
       .add(StructField("batchId", LongType, nullable = false))
       .add(StructField("rowIndex", LongType, nullable = false))
+
+  /** The key of the time index: the event time, then the row's key. */
+  def timeIndexKeySchema(keySchema: StructType): StructType =
+    StructType(StructField("eventTimeMicros", LongType, nullable = false) +:
+      stateKeySchema(keySchema).fields)
 
   /** The schema of the join key made of `keyTypes`' columns. */
   def keySchema(keyTypes: Seq[DataType]): StructType =
@@ -90,13 +162,23 @@ object MultiJoinStateManager {
   /** Every column family's schema, for creating them and for Spark's schema checks. */
   def columnFamilySchemas(
       keySchema: StructType,
-      inputSchemas: Seq[StructType]): Map[String, StateStoreColFamilySchema] = {
+      inputSchemas: Seq[StructType],
+      hasEventTime: Seq[Boolean]): Map[String, StateStoreColFamilySchema] = {
     val rowKeySchema = stateKeySchema(keySchema)
-    val encoder = PrefixKeyScanStateEncoderSpec(rowKeySchema, keySchema.length)
-    inputSchemas.zipWithIndex.map { case (inputSchema, input) =>
-      val name = columnFamilyName(input)
-      name -> StateStoreColFamilySchema(
-        name, 0, rowKeySchema, 0, inputSchema, Some(encoder), None)
-    }.toMap
+    val timeKeySchema = timeIndexKeySchema(keySchema)
+    def family(
+        name: String, key: StructType, value: StructType, spec: StructType => KeyStateEncoderSpec) =
+      name -> StateStoreColFamilySchema(name, 0, key, 0, value, Some(spec(key)), None)
+    val rows = inputSchemas.zipWithIndex.map { case (inputSchema, input) =>
+      family(rowFamily(input), rowKeySchema, inputSchema,
+        PrefixKeyScanStateEncoderSpec(_, keySchema.length))
+    }
+    val times = hasEventTime.zipWithIndex.collect { case (true, input) =>
+      family(timeFamily(input), timeKeySchema, new StructType().add("present", BooleanType),
+        RangeKeyScanStateEncoderSpec(_, Seq(0)))
+    }
+    val counts = family(RowCountsFamily, new StructType().add("input", IntegerType),
+      new StructType().add("rows", LongType), NoPrefixKeyStateEncoderSpec(_))
+    (rows ++ times :+ counts).toMap
   }
 }

@@ -5,7 +5,8 @@ import java.util.UUID
 import org.apache.hadoop.fs.Path
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.catalyst.analysis.StreamingJoinHelper
+import org.apache.spark.sql.catalyst.expressions.{AttributeSet, Expression}
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.classic
 import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
@@ -56,4 +57,37 @@ object SparkInternals {
    */
   def normalizeFloatingNumbers(key: Expression): Expression =
     NormalizeFloatingNumbers.normalize(key)
+
+  /**
+   * The bound Spark's own join derives from `conjunct` for the rows with `time` given the
+   * watermark `watermarkMs` on `otherTime`: rows at or below it cannot join rows to come.
+   */
+  def stateValueWatermark(
+      time: AttributeSet,
+      otherTime: AttributeSet,
+      conjunct: Expression,
+      watermarkMs: Long): Option[Long] =
+    StreamingJoinHelper.getStateValueWatermark(time, otherTime, Some(conjunct), Some(watermarkMs))
+
+  /**
+   * The input watermarks (for dropping late rows, for evicting state) that Spark's watermark
+   * propagation gives stateful operator `stateInfo.operatorId` in the micro-batch running on this
+   * thread. Spark hands them to its own operators after planning, in a rule that knows only its
+   * own classes, so ours asks when it runs; None outside a running query.
+   */
+  def inputWatermarks(
+      session: SparkSession,
+      stateInfo: StatefulOperatorStateInfo): Option[(Long, Long)] = {
+    val classicSession = session.asInstanceOf[classic.SparkSession]
+    for {
+      queryId <- Option(classicSession.sparkContext.getLocalProperty(StreamExecution.QUERY_ID_KEY))
+      query <- Option(
+        classicSession.sharedState.activeStreamingQueries.get(UUID.fromString(queryId)))
+      execution <- Option(query.lastExecution)
+    } yield {
+      val propagator = execution.watermarkPropagator
+      (propagator.getInputWatermarkForLateEvents(stateInfo.storeVersion, stateInfo.operatorId),
+        propagator.getInputWatermarkForEviction(stateInfo.storeVersion, stateInfo.operatorId))
+    }
+  }
 }

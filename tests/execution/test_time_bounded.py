@@ -1,0 +1,171 @@
+"""Time-bounded multi-joins: eviction, late rows, output watermark; answers as Spark's.
+
+Event times grow batch by batch and stay within the watermark delay, so no row is late unless a
+test makes it so; two final batches of far-future rows that join nothing push the watermark past
+everything, after which the streaming answer must equal the batch answer and the state must hold
+only those far-future rows.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta
+
+import pytest
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import functions as F
+
+from streaming_joins import Inputs, batch_rows, run_stream
+
+START = datetime(2026, 1, 1)
+BATCH_SECONDS = 60
+DELAY = "70 seconds"
+
+
+def timestamp(seconds: float) -> str:
+    return (START + timedelta(seconds=seconds)).isoformat()
+
+
+def timed_inputs(root, rng: random.Random, n_inputs: int, n_batches: int, rows_per_batch: int = 8,
+                 n_keys: int = 4) -> Inputs:
+    inputs = Inputs(root, [f"k{i} int, v{i} int, t{i} timestamp" for i in range(n_inputs)])
+    for i in range(n_inputs):
+        batches = []
+        for b in range(n_batches):
+            batches.append([{f"k{i}": rng.randrange(n_keys), f"v{i}": rng.randrange(10),
+                             f"t{i}": timestamp(b * BATCH_SECONDS + rng.uniform(0, BATCH_SECONDS))}
+                            for _ in range(rows_per_batch)])
+        # Two far-future batches that join nothing (a key of their own per input): they move
+        # the watermark past every earlier row.
+        for far in (10 ** 6, 10 ** 6 + 1):
+            batches.append([{f"k{i}": 1000 + i, f"v{i}": 0, f"t{i}": timestamp(far)}])
+        inputs.batches.append(batches)
+    inputs.write()
+    return inputs
+
+
+def bounded_chain(parents: list[int], bounds: list[tuple[int, int]], drop_times: bool = False):
+    """Input j joins input parents[j] on k, with t_j within [t_p - lo, t_p + hi] seconds.
+
+    With `drop_times` (a star: every parent is input 0), t_j is dropped right after its join:
+    the only shape Spark's chain runs, as it allows one event-time column into a stateful
+    operator.
+    """
+
+    def build(frames):
+        frames = [frame.withWatermark(f"t{i}", DELAY) for i, frame in enumerate(frames)]
+        joined = frames[0]
+        for j in range(1, len(frames)):
+            p = parents[j]
+            lo, hi = bounds[j]
+            joined = joined.join(frames[j], (F.col(f"k{p}") == F.col(f"k{j}")) & F.expr(
+                f"t{j} BETWEEN t{p} - INTERVAL {lo} SECONDS AND t{p} + INTERVAL {hi} SECONDS"))
+            if drop_times:
+                joined = joined.drop(f"t{j}")
+        return joined
+
+    return build
+
+
+def test_general_shape_fails_in_spark_and_runs_here(spark, tmp_path):
+    """b is bounded by a, c by b: Spark's chain rejects it, the multi-join matches the batch."""
+    inputs = timed_inputs(tmp_path / "inputs", random.Random(5), 3, n_batches=4)
+    build = bounded_chain(parents=[0, 0, 1], bounds=[(0, 0), (30, 60), (20, 40)])
+    with pytest.raises(StreamingQueryException, match="MULTIPLE_EVENT_TIME_COLUMNS"):
+        run_stream(spark, inputs, build, enabled=False, checkpoint=tmp_path / "off")
+    multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
+    expected = batch_rows(spark, inputs, build)
+    assert expected and multi.rows == expected
+    assert multi.multi_join_count == 1
+    assert multi.state_rows("multiJoin") == [6], "only the far-future rows stay"
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_time_bounded_chain(spark, tmp_path, seed):
+    rng = random.Random(100 + seed)
+    n_inputs = 3 + seed % 4
+    star = seed % 2 == 0
+    parents = [0] + [0 if star else rng.randrange(j) for j in range(1, n_inputs)]
+    bounds = [(0, 0)] + [(rng.choice([0, 20, 60]), rng.choice([10, 45, 90]))
+                         for _ in range(1, n_inputs)]
+    inputs = timed_inputs(tmp_path / "inputs", rng, n_inputs, n_batches=rng.randint(3, 5))
+    build = bounded_chain(parents, bounds, drop_times=star)
+    description = f"parents={parents} bounds={bounds}"
+
+    multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on",
+                       shuffle_partitions=rng.choice([1, 3]))
+    assert multi.rows == batch_rows(spark, inputs, build), description
+    assert multi.state_rows("multiJoin") == [2 * n_inputs], description
+    removed = sum(entry["numRowsRemoved"] for p in multi.progress for entry in p["stateOperators"])
+    assert removed == sum(len(batch) for batches in inputs.batches for batch in batches[:-2])
+    if star:
+        chain = run_stream(spark, inputs, build, enabled=False, checkpoint=tmp_path / "off")
+        assert chain.rows == multi.rows, description
+
+
+def add_late_rows(inputs: Inputs, late_inputs: list[int], batch: int = 3) -> None:
+    """Rows far behind the watermark in `batch` of each of `late_inputs`."""
+    for i in late_inputs:
+        inputs.batches[i][batch] += [{f"k{i}": key, f"v{i}": 5, f"t{i}": timestamp(1)}
+                                     for key in range(4)]
+    inputs.write()
+
+
+def rows_dropped_as_late(run) -> int:
+    return sum(entry["numRowsDroppedByWatermark"] for p in run.progress
+               for entry in p["stateOperators"])
+
+
+def test_late_rows_of_the_first_joins_inputs_are_dropped_as_in_spark(spark, tmp_path):
+    inputs = timed_inputs(tmp_path / "inputs", random.Random(9), 3, n_batches=4)
+    add_late_rows(inputs, late_inputs=[0, 1])
+    build = bounded_chain(parents=[0, 0, 0], bounds=[(0, 0), (200, 200), (200, 200)],
+                          drop_times=True)
+    chain = run_stream(spark, inputs, build, enabled=False, checkpoint=tmp_path / "off")
+    multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
+    assert multi.rows == chain.rows
+    assert rows_dropped_as_late(multi) == rows_dropped_as_late(chain) == 8
+
+
+def test_late_rows_of_every_input_are_dropped_by_the_watermark(spark, tmp_path):
+    """One operator, one watermark: a late row of any input is dropped and counted.
+
+    (Spark's chain checks a later join's new input against that join's input watermark, which
+    the joins below lower by their time bounds, so it may keep such a row.)
+    """
+    rng_seed, late_inputs = 9, [0, 1, 2]
+    on_time = timed_inputs(tmp_path / "on_time", random.Random(rng_seed), 3, n_batches=4)
+    inputs = timed_inputs(tmp_path / "inputs", random.Random(rng_seed), 3, n_batches=4)
+    add_late_rows(inputs, late_inputs)
+    build = bounded_chain(parents=[0, 0, 1], bounds=[(0, 0), (200, 200), (200, 200)])
+    multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
+    assert multi.rows == batch_rows(spark, on_time, build)
+    assert rows_dropped_as_late(multi) == 4 * len(late_inputs)
+
+
+def test_state_stays_flat_on_a_long_stream(spark, tmp_path):
+    n_batches = 16
+    inputs = timed_inputs(tmp_path / "inputs", random.Random(3), 3, n_batches=n_batches)
+    build = bounded_chain(parents=[0, 0, 1], bounds=[(0, 0), (10, 30), (10, 30)])
+    multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
+    state = [entry["numRowsTotal"] for p in multi.progress for entry in p["stateOperators"]]
+    assert len(state) >= n_batches
+    # Each batch adds 24 rows; with a 70 s watermark delay a few batches' rows are live at once.
+    assert max(state[: n_batches]) <= 24 * 5, state
+    assert multi.rows == batch_rows(spark, inputs, build)
+
+
+def test_windowed_aggregation_after_the_join_sees_every_row(spark, tmp_path):
+    """The output watermark keeps rows the join still emits from being late downstream."""
+    inputs = timed_inputs(tmp_path / "inputs", random.Random(21), 3, n_batches=5)
+    join = bounded_chain(parents=[0, 0, 1], bounds=[(0, 0), (60, 60), (60, 60)])
+
+    def build(frames):
+        return (join(frames).select("k0", "t0")
+                .groupBy(F.window("t0", "2 minutes"), "k0").count()
+                .select(F.col("window.start").alias("start"), "k0", "count"))
+
+    multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
+    expected = batch_rows(spark, inputs, build)
+    far_windows = {row for row in expected if row[0] >= START + timedelta(seconds=10 ** 6 - 200)}
+    assert multi.rows == expected - __import__("collections").Counter(far_windows)
