@@ -35,14 +35,29 @@ object EventTimeBounds extends PredicateHelper {
   /**
    * Per input, the offset (milliseconds) from the operator's input watermark at or below which
    * its rows are evicted; None where the input is unbounded.
+   *
+   * With LEFT OUTER inputs, an `anchor` input's rows decide null-padding when they are evicted,
+   * and then need the rows of the other inputs they join with. So another input's row is also
+   * kept while an anchor row it can join is kept: while `t_j > W + offset(anchor) + L*(j,
+   * anchor)`.
    */
   def evictionOffsets(
       inputs: Seq[Seq[Attribute]],
-      condition: Option[Expression]): Seq[Option[Long]] = {
+      condition: Option[Expression],
+      anchor: Option[Int] = None): Seq[Option[Long]] = {
     val lowerBounds = closure(directLowerBounds(inputs, condition))
-    inputs.indices.map { input =>
+    val own = inputs.indices.map { input =>
       val others = inputs.indices.filter(_ != input).map(lowerBounds(input)(_))
       if (others.forall(_.isDefined)) Some(others.flatten.min) else None
+    }
+    anchor match {
+      case None => own
+      case Some(anchorInput) => own.zipWithIndex.map {
+        case (offset, input) if input == anchorInput => offset
+        case (offset, input) =>
+          for (kept <- offset; anchorKept <- own(anchorInput);
+               toAnchor <- lowerBounds(input)(anchorInput)) yield math.min(kept, anchorKept + toAnchor)
+      }
     }
   }
 

@@ -2,14 +2,16 @@ package io.github.sparkmultijoin.execution
 
 import java.util.concurrent.TimeUnit.NANOSECONDS
 
-import io.github.sparkmultijoin.execution.StreamingMultiJoinHelper.{onExhaustion, predicate, probePlans, BoundRows, Combinations}
+import scala.collection.mutable
+
+import io.github.sparkmultijoin.execution.StreamingMultiJoinHelper.{conjuncts, onExhaustion, predicate, probePlan, BoundRows, Combinations, ProbePlan}
 import io.github.sparkmultijoin.execution.state.MultiJoinStateManager
 import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.TaskContext
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{And, Attribute, BasePredicate, Expression, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.plans.physical.{Distribution, Partitioning, PartitioningCollection, StatefulOpClusteredDistribution}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.operators.stateful.{SchemaValidationUtils, StatefulOperatorCustomMetric, StatefulOperatorCustomSumMetric, StatefulOperatorStateInfo, StateStoreWriter}
@@ -18,7 +20,7 @@ import org.apache.spark.sql.multijoin.SparkInternals
 import org.apache.spark.sql.types.StructType
 
 /**
- * Inner join of several streaming inputs on one shared key, keeping only input rows in state.
+ * Join of several streaming inputs on one shared key, keeping only input rows in state.
  *
  * Every input is hash-partitioned by its key into the state's partitions, so the rows that can
  * join meet in one partition. A partition's micro-batch is processed input by input, in input
@@ -27,17 +29,31 @@ import org.apache.spark.sql.types.StructType
  * combination is emitted exactly once, when its last member arrives: the N-way delta join
  * `dA join B join C + A' join dB join C + A' join B' join dC`, where primes are states updated by
  * this batch. Rows with a null key component never match and are not stored, nor are rows that
- * fail a conjunct of the condition that references only their own input.
+ * fail a conjunct that references only their own input.
+ *
+ * Event time: a row at or below the previous batch's watermark is late and dropped, as Spark's
+ * joins do. After the batch's rows, each input's rows that can no longer join are evicted, by a
+ * bound derived from the interval conditions ([[EventTimeBounds]]).
+ *
+ * LEFT OUTER inputs (joined to the anchor input): the combinations above have a row of every
+ * input. Besides, each anchor row keeps which outer inputs it has matched (by their ON clauses).
+ * When the anchor row is evicted, no row to come can match it any more, and it is joined once
+ * more with the inputs it matched and nulls for those it never matched. The other inputs' rows
+ * are kept until the anchor rows they can join are evicted.
  *
  * State: see [[MultiJoinStateManager]]. Probing and checks: see [[StreamingMultiJoinHelper]].
  *
- * @param keys      per input, its key expressions (same length and types for all inputs)
- * @param condition what else a combination must satisfy
- * @param stateInfo filled in by the planner strategy for a running query, None otherwise
+ * @param keys            per input, its key expressions (same length and types for all inputs)
+ * @param condition       what else every output row satisfies
+ * @param outerConditions per LEFT OUTER input, its ON clause besides the key; None for others
+ * @param anchor          the input the outer inputs are joined to, if there are any
+ * @param stateInfo       filled in by the planner strategy for a running query, None otherwise
  */
 case class StreamingMultiJoinExec(
     keys: Seq[Seq[Expression]],
     condition: Option[Expression],
+    outerConditions: Seq[Option[Expression]],
+    anchor: Option[Int],
     stateInfo: Option[StatefulOperatorStateInfo],
     children: Seq[SparkPlan])
   extends SparkPlan with StateStoreWriter with SchemaValidationUtils {
@@ -49,7 +65,12 @@ case class StreamingMultiJoinExec(
 
   override def shortName: String = "multiJoin"
 
-  override def output: Seq[Attribute] = children.flatMap(_.output)
+  override def output: Seq[Attribute] = children.zip(outerConditions).flatMap {
+    case (child, None) => child.output
+    case (child, Some(_)) => child.output.map(_.withNullability(true))
+  }
+
+  private def outerInputs: Seq[Int] = children.indices.filter(outerConditions(_).isDefined)
 
   // Without state info (explain before start) the partition count Spark would use is the conf's.
   private def numStatePartitions: Int =
@@ -59,16 +80,22 @@ case class StreamingMultiJoinExec(
     keys.map(StatefulOpClusteredDistribution(_, numStatePartitions))
 
   override def outputPartitioning: Partitioning =
-    PartitioningCollection(children.map(_.outputPartitioning))
+    PartitioningCollection(children.zip(outerConditions).collect {
+      case (child, None) => child.outputPartitioning
+    })
 
   override def simpleString(maxFields: Int): String = {
     val inputs = children.indices.map { input =>
+      val joined = (outerConditions(input), anchor) match {
+        case (Some(on), Some(anchorInput)) => s" LEFT OUTER to input$anchorInput ON ${on.sql}"
+        case _ => ""
+      }
       val kept = (eventTimes(input), evictionOffsets(input)) match {
         case (Some(time), Some(offset)) => s" keeps ${time.name} > watermark + ${offset}ms"
         case (Some(time), None) => s" keeps all (${time.name} unbounded)"
         case _ => ""
       }
-      s"input$input key=${keys(input).map(_.sql).mkString("[", ", ", "]")}$kept"
+      s"input$input key=${keys(input).map(_.sql).mkString("[", ", ", "]")}$joined$kept"
     }
     s"$nodeName ${inputs.mkString(", ")}, condition=${condition.map(_.sql).getOrElse("none")}, " +
       s"state=${stateInfo.map(info => s"operator ${info.operatorId}").getOrElse("<unknown>")}"
@@ -82,9 +109,11 @@ case class StreamingMultiJoinExec(
     case (time, child) => time.map(column => child.output.indexWhere(_.exprId == column.exprId))
   }
 
+  private def allConjuncts = conjuncts(condition, outerConditions)
+
   /** Per input, how far below the watermark its rows are kept (ms); None keeps them all. */
-  private lazy val evictionOffsets: Seq[Option[Long]] =
-    EventTimeBounds.evictionOffsets(children.map(_.output), condition)
+  private lazy val evictionOffsets: Seq[Option[Long]] = EventTimeBounds.evictionOffsets(
+    children.map(_.output), allConjuncts.map(_.expression).reduceOption(And), anchor)
 
   private def evictable: Seq[Int] =
     children.indices.filter(input => eventTimes(input).isDefined && evictionOffsets(input).isDefined)
@@ -94,7 +123,7 @@ case class StreamingMultiJoinExec(
   override def getColFamilySchemas(
       shouldBeNullable: Boolean): Map[String, StateStoreColFamilySchema] =
     MultiJoinStateManager.columnFamilySchemas(
-      keySchema, children.map(_.schema), eventTimes.map(_.isDefined))
+      keySchema, children.map(_.schema), eventTimes.map(_.isDefined), anchor.isDefined)
 
   override def validateAndMaybeEvolveStateSchema(
       hadoopConf: Configuration,
@@ -119,9 +148,11 @@ case class StreamingMultiJoinExec(
   override def customStatefulOperatorMetrics: Seq[StatefulOperatorCustomMetric] =
     children.indices.map { input =>
       StatefulOperatorCustomSumMetric(rowsOfInputMetric(input), s"rows of input $input in state")
-    }
+    } :+ StatefulOperatorCustomSumMetric(NullPaddedRowsMetric, "null-padded rows emitted")
 
   private def rowsOfInputMetric(input: Int): String = s"numRowsInput$input"
+
+  private val NullPaddedRowsMetric = "numNullPaddedRows"
 
   // A batch without data is worth running when the watermark moved and rows may be due.
   override def shouldRunAnotherBatch(newInputWatermark: Long): Boolean =
@@ -129,8 +160,9 @@ case class StreamingMultiJoinExec(
       case (_, evictionWatermark) => newInputWatermark > evictionWatermark
     }
 
-  // Every row to come joins rows above their inputs' eviction bounds; an operator after this one
-  // must not take those as late.
+  // Every row to come joins rows above their inputs' eviction bounds (null-padded rows too, as
+  // their anchor row is above its bound until evicted); an operator after this one must not take
+  // those as late.
   override def produceOutputWatermark(inputWatermarkMs: Long): Option[Long] =
     Some((inputWatermarkMs +: evictable.map(inputWatermarkMs + evictionOffsets(_).get)).min)
 
@@ -139,7 +171,7 @@ case class StreamingMultiJoinExec(
       s"$nodeName runs only inside a streaming query, which gives it its state info:\n$this"))
     metrics // created on the driver, before tasks refer to them
     val watermarks = SparkInternals.inputWatermarks(session, info)
-    // Rows live in one column family per input; the store's default family stays empty.
+    // Rows live in column families of their own; the store's default family stays empty.
     val defaultFamilySchema = StructType(Nil).add("unused", "int")
     new TaggedZipRDD(children.map(_.execute())).mapPartitionsWithStateStore(
       info, defaultFamilySchema, defaultFamilySchema,
@@ -161,10 +193,11 @@ case class StreamingMultiJoinExec(
     val allRemovalsTimeMs = longMetric("allRemovalsTimeMs")
     val numRemovedStateRows = longMetric("numRemovedStateRows")
     val numLateRows = longMetric("numRowsDroppedByWatermark")
+    val numNullPaddedRows = longMetric(NullPaddedRowsMetric)
 
     val ordinals = timeOrdinals
     val state = new MultiJoinStateManager(
-      store, keySchema, children.map(_.schema), ordinals, info.storeVersion)
+      store, keySchema, children.map(_.schema), ordinals, anchor.isDefined, info.storeVersion)
     TaskContext.get().addTaskCompletionListener[Unit](_ => state.abortIfNotCommitted())
 
     val inputOutputs = children.map(_.output)
@@ -172,11 +205,68 @@ case class StreamingMultiJoinExec(
       UnsafeProjection.create(key, input)
     }
     val storedRowProjections = inputOutputs.map(input => UnsafeProjection.create(input, input))
-    val plans = probePlans(inputOutputs, condition)
-    val checksOnNewRow = plans.map(plan => predicate(plan.checkOnNewRow, output))
-    val checksAfterProbe = plans.map(_.checksAfterProbe.map(predicate(_, output)))
     val bound = new BoundRows(inputOutputs.map(_.length))
     val project = UnsafeProjection.create(output, output)
+    val conjunctList = allConjuncts
+
+    /** A probe plan with its predicates compiled. */
+    class CompiledPlan(val plan: ProbePlan) {
+      val onNewRow: BasePredicate = predicate(plan.checkOnNewRow, output)
+      val afterProbe: Array[BasePredicate] = plan.checksAfterProbe.map(predicate(_, output))
+    }
+    val joinPlans = children.indices.map { input =>
+      new CompiledPlan(probePlan(inputOutputs, conjunctList, input))
+    }
+    // For an anchor row evicted with the outer inputs it never matched (a bit mask) padded.
+    val paddedPlans = mutable.HashMap.empty[Long, CompiledPlan]
+    def paddedPlan(unmatched: Long): CompiledPlan = paddedPlans.getOrElseUpdate(unmatched,
+      new CompiledPlan(probePlan(inputOutputs, conjunctList, anchor.get,
+        outerInputs.filter(input => (unmatched & bit(input)) != 0).toSet)))
+    // An outer input's ON clause, over the anchor row and its row.
+    val onClauses = outerConditions.map(_.map(on => predicate(Some(on), output)))
+
+    /**
+     * Every combination of `row` of `input` (bound) with the stored rows of the inputs that
+     * `compiled` probes, or nothing when one of them has none.
+     */
+    def combinations(compiled: CompiledPlan, key: UnsafeRow): Iterator[InternalRow] = {
+      val plan = compiled.plan
+      val matches = new Array[Array[UnsafeRow]](plan.probeOrder.length)
+      var depth = 0
+      while (depth < matches.length) {
+        matches(depth) = state.get(plan.probeOrder(depth), key)
+        if (matches(depth).isEmpty) return Iterator.empty
+        depth += 1
+      }
+      new Combinations(matches, plan.probeOrder, compiled.afterProbe, bound, project)
+    }
+
+    def bindOnly(input: Int, row: InternalRow): Unit = {
+      children.indices.foreach(bound.clear)
+      bound.bind(input, row)
+    }
+
+    /** The outer inputs whose stored rows under `key` match anchor row `anchorRow`. */
+    def matchedByStored(anchorRow: InternalRow, key: UnsafeRow): Long =
+      outerInputs.foldLeft(0L) { (mask, outerInput) =>
+        val matched = state.get(outerInput, key).exists { outerRow =>
+          bindOnly(anchor.get, anchorRow)
+          bound.bind(outerInput, outerRow)
+          onClauses(outerInput).get.eval(bound.row)
+        }
+        if (matched) mask | bit(outerInput) else mask
+      }
+
+    /** Marks the stored anchor rows under `key` that `outerRow` of `outerInput` matches. */
+    def markAnchorsMatching(outerInput: Int, outerRow: InternalRow, key: UnsafeRow): Unit =
+      state.getWithKeys(anchor.get, key).foreach { case (rowKey, anchorRow) =>
+        bindOnly(anchor.get, anchorRow)
+        bound.bind(outerInput, outerRow)
+        if (onClauses(outerInput).get.eval(bound.row)) {
+          val mask = state.matchedMask(rowKey)
+          if ((mask & bit(outerInput)) == 0) state.setMatchedMask(rowKey, mask | bit(outerInput))
+        }
+      }
 
     // Spark drops an input row at or below the watermark of the previous batch as late.
     val lateAtOrBelowMicros = lateRowsWatermarkMs.map(_ * 1000)
@@ -191,35 +281,68 @@ case class StreamingMultiJoinExec(
         return Iterator.empty
       }
       val key = keyProjections(input)(row)
-      if (key.anyNull) return Iterator.empty
-      val plan = plans(input)
-      plan.probeOrder.foreach(bound.clear)
-      bound.bind(input, row)
-      val checkOnNewRow = checksOnNewRow(input)
-      if (checkOnNewRow != null && !checkOnNewRow.eval(bound.row)) return Iterator.empty
+      if (key.anyNull) return nullKeyOutput(input, row)
+      val compiled = joinPlans(input)
+      bindOnly(input, row)
+      if (compiled.onNewRow != null && !compiled.onNewRow.eval(bound.row)) return Iterator.empty
 
-      // Read every probed input before storing the row: an empty one means no combination.
-      val matches = new Array[Array[UnsafeRow]](plan.probeOrder.length)
-      var depth = 0
-      var anyEmpty = false
-      while (depth < matches.length && !anyEmpty) {
-        matches(depth) = state.get(plan.probeOrder(depth), key)
-        anyEmpty = matches(depth).isEmpty
-        depth += 1
+      val storedRow = storedRowProjections(input)(row)
+      if (outerConditions(input).isDefined) markAnchorsMatching(input, row, key)
+      if (anchor.contains(input)) {
+        val mask = matchedByStored(row, key)
+        val rowKey = state.append(input, key, storedRow)
+        if (mask != 0L) state.setMatchedMask(rowKey, mask)
+      } else {
+        state.append(input, key, storedRow)
       }
-      state.append(input, key, storedRowProjections(input)(row))
-      if (anyEmpty) Iterator.empty
-      else new Combinations(matches, plan.probeOrder, checksAfterProbe(input), bound, project)
+      // Storing first is safe: a row's own input is never probed for it.
+      bindOnly(input, row)
+      combinations(compiled, key)
+    }
+
+    /**
+     * A row with a null key joins nothing; an anchor row without inner inputs to join comes out
+     * at once, null-padded, as a LEFT OUTER join gives it.
+     */
+    def nullKeyOutput(input: Int, row: InternalRow): Iterator[InternalRow] = {
+      val onlyOuterInputs = children.indices.forall(i => i == input || outerConditions(i).nonEmpty)
+      if (!anchor.contains(input) || !onlyOuterInputs) return Iterator.empty
+      val compiled = paddedPlan(outerInputs.map(bit).sum)
+      bindOnly(input, row)
+      if (compiled.onNewRow != null && !compiled.onNewRow.eval(bound.row)) return Iterator.empty
+      numNullPaddedRows += 1
+      Iterator.single(project(bound.row))
+    }
+
+    /** The null-padded output of the anchor rows evicted now, before the other inputs' rows. */
+    def evictAnchorRows(): Iterator[InternalRow] = {
+      val anchorInput = anchor.get
+      val full = outerInputs.map(bit).sum
+      val evicted = evictionWatermarkMs.filter(_ => evictable.contains(anchorInput)).map {
+        watermark =>
+          state.evictAnchorRows(anchorInput, (watermark + evictionOffsets(anchorInput).get) * 1000)
+      }.getOrElse(Array.empty)
+      evicted.iterator.filter(_._2 != full).flatMap { case (anchorRow, matched) =>
+        val compiled = paddedPlan(full & ~matched)
+        bindOnly(anchorInput, anchorRow)
+        if (compiled.onNewRow != null && !compiled.onNewRow.eval(bound.row)) {
+          Iterator.empty
+        } else {
+          combinations(compiled, keyProjections(anchorInput)(anchorRow))
+            .map { row => numNullPaddedRows += 1; row }
+        }
+      }
     }
 
     val updateStartTimeNs = System.nanoTime
-    val outputRows = taggedInput.flatMap { case (input, row) => joinAndStore(input, row) }
+    val joined = taggedInput.flatMap { case (input, row) => joinAndStore(input, row) }
+    val outputRows = (if (anchor.isEmpty) joined else joined ++ evictAnchorRows())
       .map { row => numOutputRows += 1; row }
 
     def onCompletion(): Unit = {
       allUpdatesTimeMs += NANOSECONDS.toMillis(System.nanoTime - updateStartTimeNs)
       allRemovalsTimeMs += timeTakenMs {
-        for (watermark <- evictionWatermarkMs; input <- evictable) {
+        for (watermark <- evictionWatermarkMs; input <- evictable if !anchor.contains(input)) {
           state.evict(input, (watermark + evictionOffsets(input).get) * 1000)
         }
       }
@@ -242,6 +365,8 @@ case class StreamingMultiJoinExec(
 
     onExhaustion(outputRows)(onCompletion())
   }
+
+  private def bit(input: Int): Long = 1L << input
 
   override protected def withNewChildrenInternal(
       newChildren: IndexedSeq[SparkPlan]): StreamingMultiJoinExec = copy(children = newChildren)

@@ -14,9 +14,25 @@ import org.apache.spark.sql.catalyst.expressions.{And, Attribute, AttributeSet, 
 object StreamingMultiJoinHelper extends PredicateHelper {
 
   /**
-   * How a new row of `newInput` is joined: the other inputs in `probeOrder`, and the conjuncts
-   * to check once the new row is bound (`checkOnNewRow`) and once `probeOrder(d)` is bound
-   * (`checksAfterProbe(d)`).
+   * A conjunct of a multi-join's condition. `outerInput` is the LEFT OUTER input whose ON
+   * clause it belongs to: it decides whether that input matches, and is not checked when that
+   * input is null-padded. Core conjuncts (None) hold for every output row.
+   */
+  case class Conjunct(expression: Expression, outerInput: Option[Int])
+
+  def conjuncts(
+      condition: Option[Expression],
+      outerConditions: Seq[Option[Expression]]): Seq[Conjunct] =
+    condition.toSeq.flatMap(splitConjunctivePredicates).map(Conjunct(_, None)) ++
+      outerConditions.zipWithIndex.flatMap { case (on, input) =>
+        on.toSeq.flatMap(splitConjunctivePredicates).map(Conjunct(_, Some(input)))
+      }
+
+  /**
+   * How a row of `newInput` is joined: the other inputs, except the null-padded ones, in
+   * `probeOrder`, and the conjuncts to check once the row is bound (`checkOnNewRow`) and once
+   * `probeOrder(d)` is bound (`checksAfterProbe(d)`). Conjuncts of padded inputs' ON clauses
+   * are left out.
    */
   case class ProbePlan(
       newInput: Int,
@@ -24,24 +40,30 @@ object StreamingMultiJoinHelper extends PredicateHelper {
       checkOnNewRow: Option[Expression],
       checksAfterProbe: Array[Option[Expression]])
 
-  /** The probe plan of each input, probing the others in input order. */
-  def probePlans(inputs: Seq[Seq[Attribute]], condition: Option[Expression]): Seq[ProbePlan] = {
-    val conjuncts = condition.toSeq.flatMap(splitConjunctivePredicates)
+  def probePlan(
+      inputs: Seq[Seq[Attribute]],
+      conjuncts: Seq[Conjunct],
+      newInput: Int,
+      padded: Set[Int] = Set.empty): ProbePlan = {
     // By expression id: a child's output may differ from the condition's attributes in
     // nullability (a Filter below makes them non-nullable).
     val inputSets = inputs.map(AttributeSet(_))
-    def inputsOf(conjunct: Expression): Set[Int] =
-      inputs.indices.filter(input => conjunct.references.intersect(inputSets(input)).nonEmpty).toSet
-    inputs.indices.map { newInput =>
-      val probeOrder = inputs.indices.filter(_ != newInput).toArray
-      val boundAt = (newInput +: probeOrder.toSeq).zipWithIndex.toMap
-      // The step after which all of a conjunct's inputs are bound: 0 is the new row itself.
-      val byStep = conjuncts.groupBy(conjunct => (inputsOf(conjunct) + newInput).map(boundAt).max)
-      def checkAt(step: Int) = byStep.get(step).map(_.reduce(And))
-      ProbePlan(
-        newInput, probeOrder, checkAt(0), probeOrder.indices.map(d => checkAt(d + 1)).toArray)
-    }
+    def inputsOf(conjunct: Conjunct): Set[Int] = inputs.indices.filter { input =>
+      conjunct.expression.references.intersect(inputSets(input)).nonEmpty
+    }.toSet ++ conjunct.outerInput
+    val probeOrder = inputs.indices.filter(i => i != newInput && !padded(i)).toArray
+    val boundAt = (newInput +: probeOrder.toSeq).zipWithIndex.toMap
+    // The step after which all of a conjunct's inputs are bound: 0 is the new row itself.
+    val byStep = conjuncts.filterNot(_.outerInput.exists(padded))
+      .groupBy(conjunct => (inputsOf(conjunct) + newInput).map(boundAt).max)
+    def checkAt(step: Int) = byStep.get(step).map(_.map(_.expression).reduce(And))
+    ProbePlan(
+      newInput, probeOrder, checkAt(0), probeOrder.indices.map(d => checkAt(d + 1)).toArray)
   }
+
+  /** The probe plan of each input, probing the others in input order, nothing padded. */
+  def probePlans(inputs: Seq[Seq[Attribute]], conjuncts: Seq[Conjunct]): Seq[ProbePlan] =
+    inputs.indices.map(probePlan(inputs, conjuncts, _))
 
   /**
    * One row per input, seen as the concatenation of all inputs' rows, for evaluating the
@@ -99,6 +121,12 @@ object StreamingMultiJoinHelper extends PredicateHelper {
     }
 
     private def findNext(): InternalRow = {
+      if (depth == 0) {
+        // Nothing to probe: the bound row alone is the one combination.
+        val first = level == 0
+        level = -1
+        return if (first) project(bound.row) else null
+      }
       while (level >= 0) {
         cursor(level) += 1
         if (cursor(level) >= matches(level).length) {

@@ -5,11 +5,12 @@ import java.util.concurrent.ConcurrentHashMap
 import scala.collection.mutable
 
 import io.github.sparkmultijoin.execution.EventTimeBounds
+import io.github.sparkmultijoin.execution.StreamingMultiJoinHelper.Conjunct
 import io.github.sparkmultijoin.logical.MultiJoin
 
 import org.apache.spark.internal.Logging
-import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeSet, EqualTo, ExprId, Expression, NamedExpression, PredicateHelper}
-import org.apache.spark.sql.catalyst.plans.Inner
+import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeSet, EqualTo, ExprId, Expression, Literal, NamedExpression, PredicateHelper}
+import org.apache.spark.sql.catalyst.plans.{Inner, LeftOuter, RightOuter}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, Join, LogicalPlan, Project}
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.util.UnsafeRowUtils
@@ -54,7 +55,7 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
   private val CheckpointFormatKey = "spark.sql.streaming.stateStore.checkpointFormatVersion"
 
   override def apply(plan: LogicalPlan): LogicalPlan = {
-    if (!plan.isStreaming || !plan.exists(isStreamingInnerJoin)) {
+    if (!plan.isStreaming || !plan.exists(isStreamingChainJoin)) {
       plan
     } else if (!MultiJoinConf.enabled(conf)) {
       logOnce(s"Streaming joins run as Spark planned them: ${MultiJoinConf.ENABLED.key} is " +
@@ -68,8 +69,12 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
         case None =>
           val nextOperatorId = Iterator.iterate(FirstOperatorId)(_ + 1)
           plan.transformDown {
-            case join: Join if isStreamingInnerJoin(join) =>
+            case join: Join if isStreamingChainJoin(join) =>
               collapse(join, nextOperatorId).getOrElse(join)
+            case join @ Join(left, right, joinType, _, _) if left.isStreaming && right.isStreaming =>
+              logOnce(s"A streaming $joinType join keeps Spark's binary operator: multi-joins " +
+                "are of INNER, LEFT OUTER and RIGHT OUTER joins.")
+              join
           }
       }
     }
@@ -90,16 +95,30 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
     }
   }
 
-  private def isStreamingInnerJoin(plan: LogicalPlan): Boolean = plan match {
-    case Join(left, right, Inner, _, _) => left.isStreaming && right.isStreaming
+  private def isStreamingChainJoin(plan: LogicalPlan): Boolean = plan match {
+    case Join(left, right, Inner | LeftOuter | RightOuter, _, _) =>
+      left.isStreaming && right.isStreaming
     case _ => false
   }
 
-  /** The inputs and conditions of a chain, with the aliases of the Projects inside it. */
+  /**
+   * The inputs and conditions of a chain, with the aliases of the Projects inside it. A conjunct
+   * of a LEFT OUTER join's ON clause is owned by the join's null-padded input.
+   */
   private class Chain {
     val inputs = mutable.ArrayBuffer.empty[LogicalPlan]
-    val conjuncts = mutable.ArrayBuffer.empty[Expression]
+    val outer = mutable.ArrayBuffer.empty[Boolean]
+    val conjuncts = mutable.ArrayBuffer.empty[Conjunct]
     val aliases = mutable.HashMap.empty[ExprId, Expression]
+
+    def addInput(input: LogicalPlan, isOuter: Boolean): Int = {
+      inputs += input
+      outer += isOuter
+      inputs.length - 1
+    }
+
+    def addConjuncts(condition: Option[Expression], owner: Option[Int]): Unit =
+      conjuncts ++= condition.toSeq.flatMap(splitConjunctivePredicates).map(Conjunct(_, owner))
 
     def inline(expression: Expression): Expression = expression.transformUp {
       case attribute: Attribute if aliases.contains(attribute.exprId) => aliases(attribute.exprId)
@@ -110,16 +129,26 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
   private def continuesChain(plan: LogicalPlan): Boolean = plan match {
     case Project(projectList, child) => projectList.forall(_.deterministic) && continuesChain(child)
     case Filter(condition, child) => condition.deterministic && continuesChain(child)
-    case join @ Join(_, _, Inner, condition, _) =>
-      isStreamingInnerJoin(join) && condition.forall(_.deterministic)
+    case join @ Join(_, _, _, condition, _) =>
+      isStreamingChainJoin(join) && condition.forall(_.deterministic)
     case _ => false
   }
 
   private def flatten(plan: LogicalPlan, chain: Chain): Unit = plan match {
-    case Join(left, right, Inner, condition, _) if continuesChain(plan) =>
-      flatten(left, chain)
-      flatten(right, chain)
-      chain.conjuncts ++= condition.toSeq.flatMap(splitConjunctivePredicates)
+    case Join(left, right, joinType, condition, _) if continuesChain(plan) =>
+      joinType match {
+        case Inner =>
+          flatten(left, chain)
+          flatten(right, chain)
+          chain.addConjuncts(condition, None)
+        case LeftOuter =>
+          flatten(left, chain)
+          chain.addConjuncts(condition, Some(chain.addInput(right, isOuter = true)))
+        case RightOuter => // the same as a LEFT OUTER join with the sides swapped
+          val padded = chain.addInput(left, isOuter = true)
+          flatten(right, chain)
+          chain.addConjuncts(condition, Some(padded))
+      }
     case Project(projectList, child) if continuesChain(plan) =>
       flatten(child, chain)
       projectList.foreach {
@@ -128,9 +157,9 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
       }
     case Filter(condition, child) if continuesChain(plan) =>
       flatten(child, chain)
-      chain.conjuncts ++= splitConjunctivePredicates(condition)
+      chain.addConjuncts(Some(condition), None)
     case input =>
-      chain.inputs += input
+      chain.addInput(input, isOuter = false)
   }
 
   private def collapse(join: Join, nextOperatorId: Iterator[Long]): Option[LogicalPlan] = {
@@ -142,18 +171,18 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
     val chain = new Chain
     flatten(join, chain)
     val inputs = chain.inputs.toSeq
-    val conjuncts = chain.conjuncts.map(chain.inline).toSeq
+    val conjuncts = chain.conjuncts.map(c => c.copy(expression = chain.inline(c.expression))).toSeq
     lazy val names = inputs.map(describe).mkString(", ")
     if (inputs.length < 3) {
       logOnce(s"A streaming join of two inputs stays as Spark planned it: Spark's join of two " +
         s"inputs already keeps only input rows ($names).")
       return None
     }
-    val keyClasses = EquivalentKeys.spanning(inputs, conjuncts)
+    val keyClasses = EquivalentKeys.spanning(inputs, conjuncts.map(_.expression))
     if (keyClasses.isEmpty) {
       logOnce(s"A chain of ${inputs.length} streaming joins stays as Spark planned it: no common " +
         s"key, the equi-join conditions do not make one key equal across all inputs ($names). " +
-        s"Conditions: ${conjuncts.map(_.sql).mkString(" AND ")}")
+        s"Conditions: ${conjuncts.map(_.expression.sql).mkString(" AND ")}")
       return None
     }
     val keyTypes = keyClasses.map(_.head._2.dataType)
@@ -164,10 +193,23 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
     }
 
     val groupSize = MultiJoinConf.maxTables(conf).getOrElse(inputs.length)
-    val firstGroup = multiJoin(inputs.take(groupSize), conjuncts, keyClasses, nextOperatorId)
+    val anchor = if (chain.outer.contains(true)) {
+      outerChainProblem(inputs, chain.outer.toSeq, conjuncts, keyClasses, groupSize) match {
+        case Left(problem) =>
+          logOnce(s"A chain of ${inputs.length} streaming joins with outer joins stays as Spark " +
+            s"planned it: $problem ($names).")
+          return None
+        case Right(anchorInput) => Some(anchorInput)
+      }
+    } else {
+      None
+    }
+    val firstGroup = multiJoin(inputs.take(groupSize), conjuncts, keyClasses,
+      chain.outer.toSeq.take(groupSize), anchor, nextOperatorId)
     val (collapsed, leftOver) = inputs.drop(groupSize).grouped(groupSize - 1)
       .foldLeft(firstGroup) { case ((below, pending), group) =>
-        multiJoin(below +: group, pending, keyClasses, nextOperatorId)
+        val noOuter = Seq.fill(group.length + 1)(false)
+        multiJoin(below +: group, pending, keyClasses, noOuter, None, nextOperatorId)
       }
     assert(leftOver.isEmpty, s"conditions not placed in any multi-join: $leftOver")
     warnOfUnboundedInputs(collapsed)
@@ -182,11 +224,13 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
    */
   private def multiJoin(
       inputs: Seq[LogicalPlan],
-      pending: Seq[Expression],
+      pending: Seq[Conjunct],
       keyClasses: Seq[Seq[(Int, Expression)]],
-      nextOperatorId: Iterator[Long]): (MultiJoin, Seq[Expression]) = {
+      outer: Seq[Boolean],
+      anchor: Option[Int],
+      nextOperatorId: Iterator[Long]): (MultiJoin, Seq[Conjunct]) = {
     val output = AttributeSet(inputs.flatMap(_.output))
-    val (placed, rest) = pending.partition(_.references.subsetOf(output))
+    val (placed, rest) = pending.partition(_.expression.references.subsetOf(output))
     val keys = inputs.map { input =>
       keyClasses.map { members =>
         members.collectFirst {
@@ -194,9 +238,72 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
         }.get
       }
     }
-    val residual = placed.filterNot(impliedByKeys(_, keys))
+    val residual = placed.filterNot(conjunct => impliedByKeys(conjunct.expression, keys))
+    // An outer input owns its ON clause; owners index the chain's inputs, which are this
+    // multi-join's inputs when there are outer joins (such chains are never split).
+    val outerInputs = inputs.indices.filter(outer)
+    val onClauses = outerInputs.map { input =>
+      residual.filter(_.outerInput.contains(input)).map(_.expression)
+        .reduceOption(And).getOrElse(Literal.TrueLiteral)
+    }
     val normalizedKeys = keys.map(_.map(SparkInternals.normalizeFloatingNumbers))
-    (MultiJoin(inputs, normalizedKeys, residual.reduceOption(And), nextOperatorId.next()), rest)
+    val core = residual.filter(_.outerInput.isEmpty).map(_.expression).reduceOption(And)
+    val multiJoin = MultiJoin(
+      inputs, normalizedKeys, core, outerInputs, onClauses, anchor, nextOperatorId.next())
+    (multiJoin, rest)
+  }
+
+  /**
+   * The anchor input of a chain with outer joins (the preserved input their ON clauses refer
+   * to), or why one multi-join cannot run the chain. A LEFT OUTER input's matches are kept per
+   * row of the anchor, and its null-padded rows come out when an anchor row is evicted; so ON
+   * clauses may use only their own input and the anchor, nothing else may use an outer input
+   * (it would see nulls), and every input must be bounded in event time.
+   */
+  private def outerChainProblem(
+      inputs: Seq[LogicalPlan],
+      outer: Seq[Boolean],
+      conjuncts: Seq[Conjunct],
+      keyClasses: Seq[Seq[(Int, Expression)]],
+      groupSize: Int): Either[String, Int] = {
+    if (groupSize < inputs.length) {
+      return Left(s"${MultiJoinConf.MAX_TABLES.key} = $groupSize would split it")
+    }
+    def inputsOf(expression: Expression): Set[Int] = inputs.indices.filter { input =>
+      expression.references.intersect(inputs(input).outputSet).nonEmpty
+    }.toSet
+    val outerInputs = inputs.indices.filter(outer).toSet
+    conjuncts.find(c => c.outerInput.isEmpty && inputsOf(c.expression).exists(outerInputs))
+      .foreach { conjunct =>
+        return Left(s"${conjunct.expression.sql} uses the null-padded side of an outer join")
+      }
+    def isKeyEquality(expression: Expression) = expression match {
+      case EqualTo(left, right) => keyClasses.exists { members =>
+        members.exists(_._2.semanticEquals(left)) && members.exists(_._2.semanticEquals(right))
+      }
+      case _ => false
+    }
+    val partners = conjuncts.collect {
+      case Conjunct(expression, Some(owner)) if !isKeyEquality(expression) =>
+        inputsOf(expression) - owner
+    }.flatten.toSet
+    if (partners.exists(outerInputs)) {
+      return Left("an ON clause uses the null-padded side of another outer join")
+    }
+    if (partners.size > 1) {
+      return Left("the outer joins' ON clauses use more than one preserved input " +
+        partners.toSeq.sorted.map(input => describe(inputs(input))).mkString("(", ", ", ")") +
+        "; the multi-join keeps matches per row of one")
+    }
+    val anchor = partners.headOption.getOrElse(inputs.indices.find(!outer(_)).get)
+    val offsets = EventTimeBounds.evictionOffsets(
+      inputs.map(_.output), conjuncts.map(_.expression).reduceOption(And), Some(anchor))
+    if (offsets.exists(_.isEmpty)) {
+      return Left("an outer join's null-padded rows come out once the watermark shows a row " +
+        "can no longer match, which needs watermarks and interval conditions bounding every " +
+        "input's event time")
+    }
+    Right(anchor)
   }
 
   /** Whether `conjunct` equates two inputs' keys at the same position, which the join enforces. */
@@ -230,7 +337,8 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
     val outputs = multiJoin.children.map(_.output)
     val times = EventTimeBounds.eventTimeColumns(outputs)
     if (times.exists(_.isDefined)) {
-      EventTimeBounds.evictionOffsets(outputs, multiJoin.condition).zip(multiJoin.children)
+      val condition = (multiJoin.condition ++ multiJoin.outerConditions.flatten).reduceOption(And)
+      EventTimeBounds.evictionOffsets(outputs, condition, multiJoin.anchor).zip(multiJoin.children)
         .zip(times).collect { case ((None, input), time) =>
           val why = if (time.isEmpty) "it has no event-time column with a watermark" else
             s"no interval condition bounds ${time.get.name} against every other input's event " +

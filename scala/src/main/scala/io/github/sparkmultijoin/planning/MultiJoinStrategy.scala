@@ -19,10 +19,12 @@ import org.apache.spark.sql.multijoin.SparkInternals
  */
 case class MultiJoinStrategy(session: SparkSession) extends SparkStrategy {
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
-    case MultiJoin(children, keys, condition, operatorId) =>
+    case multiJoin @ MultiJoin(children, keys, condition, _, _, anchor, operatorId) =>
       StreamingMultiJoinExec(
         keys,
         condition,
+        multiJoin.outerConditions,
+        anchor,
         SparkInternals.stateInfo(session, operatorId),
         children.map(planLater)) :: Nil
     case _ => Nil

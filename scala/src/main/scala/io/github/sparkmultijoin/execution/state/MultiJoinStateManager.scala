@@ -18,6 +18,9 @@ import org.apache.spark.sql.types.{BooleanType, DataType, IntegerType, LongType,
  *    so eviction reads exactly the rows it removes and stops at the first one it keeps.
  *  - `rowCounts`: key = input index, value = how many rows of that input are stored, so that the
  *    operator can report its rows per input (and in total) without scanning.
+ *  - `matched`, with LEFT OUTER inputs: key = a stored row's key in the anchor input's family;
+ *    value = a bit mask of the LEFT OUTER inputs that row has matched, absent while none. When
+ *    the row is evicted, the inputs it never matched are the ones its output rows null-pad.
  * Nothing but input rows and their index is stored.
  *
  * A batch that is retried reloads the store at the batch's version, so its row indexes start
@@ -27,6 +30,7 @@ import org.apache.spark.sql.types.{BooleanType, DataType, IntegerType, LongType,
  * @param keySchema     the join key's schema, the same for all inputs
  * @param inputSchemas  the schema of each input's rows
  * @param timeOrdinals  per input, the ordinal of its event time in its rows, if it has one
+ * @param hasOuterInputs whether there are LEFT OUTER inputs, whose matches are kept
  * @param batchId       the micro-batch being processed
  */
 class MultiJoinStateManager(
@@ -34,11 +38,13 @@ class MultiJoinStateManager(
     keySchema: StructType,
     inputSchemas: Seq[StructType],
     timeOrdinals: Seq[Option[Int]],
+    hasOuterInputs: Boolean,
     batchId: Long) {
 
   import MultiJoinStateManager._
 
-  columnFamilySchemas(keySchema, inputSchemas, timeOrdinals.map(_.isDefined)).values.foreach {
+  columnFamilySchemas(keySchema, inputSchemas, timeOrdinals.map(_.isDefined), hasOuterInputs)
+    .values.foreach {
     schema =>
       store.createColFamilyIfAbsent(schema.colFamilyName, schema.keySchema, schema.valueSchema,
         schema.keyStateEncoderSpec.get)
@@ -80,8 +86,24 @@ class MultiJoinStateManager(
     try rows.map(_.value.copy()).toArray finally rows.close()
   }
 
-  /** Stores `row` (an UnsafeRow of the input's schema) of `input` under `key`. */
-  def append(input: Int, key: UnsafeRow, row: UnsafeRow): Unit = {
+  /** The rows of `input` stored so far under `key`, with their keys, copied. */
+  def getWithKeys(input: Int, key: UnsafeRow): Array[(UnsafeRow, UnsafeRow)] = {
+    val rows = store.prefixScan(key, rowFamily(input))
+    try rows.map(pair => (pair.key.copy(), pair.value.copy())).toArray finally rows.close()
+  }
+
+  /** The LEFT OUTER inputs the anchor row stored under `rowKey` has matched, as a bit mask. */
+  def matchedMask(rowKey: UnsafeRow): Long =
+    Option(store.get(rowKey, MatchedFamily)).map(_.getLong(0)).getOrElse(0L)
+
+  def setMatchedMask(rowKey: UnsafeRow, mask: Long): Unit =
+    store.put(rowKey, countValue(InternalRow(mask)), MatchedFamily)
+
+  /**
+   * Stores `row` (an UnsafeRow of the input's schema) of `input` under `key`; returns the key it
+   * is stored under (a copy).
+   */
+  def append(input: Int, key: UnsafeRow, row: UnsafeRow): UnsafeRow = {
     rowPosition.setLong(1, nextRowIndex)
     nextRowIndex += 1
     val rowKey = rowKeyProjection(keyAndPosition(key, rowPosition))
@@ -93,13 +115,33 @@ class MultiJoinStateManager(
     }
     storedCounts(input) += 1
     stored += 1
+    rowKey.copy()
   }
 
   /**
    * Removes the rows of `input` whose event time is at or below `maxTimeMicros`, reading only
    * those (and the first row kept). Returns how many were removed.
    */
-  def evict(input: Int, maxTimeMicros: Long): Long = {
+  def evict(input: Int, maxTimeMicros: Long): Long =
+    dueRowKeys(input, maxTimeMicros).map { rowKey =>
+      store.remove(rowKey, rowFamily(input))
+    }.length
+
+  /**
+   * Removes the anchor input's rows at or below `maxTimeMicros` like [[evict]], and returns them
+   * with their matched masks, for null-padding.
+   */
+  def evictAnchorRows(input: Int, maxTimeMicros: Long): Array[(UnsafeRow, Long)] =
+    dueRowKeys(input, maxTimeMicros).map { rowKey =>
+      val row = store.get(rowKey, rowFamily(input)).copy()
+      val mask = matchedMask(rowKey)
+      store.remove(rowKey, rowFamily(input))
+      if (mask != 0L) store.remove(rowKey, MatchedFamily)
+      (row, mask)
+    }
+
+  /** Takes the due rows of `input` off its time index and the counts; the caller removes them. */
+  private def dueRowKeys(input: Int, maxTimeMicros: Long): Array[UnsafeRow] = {
     require(timeOrdinals(input).isDefined, s"input $input has no event time to evict by")
     val due = store.iterator(timeFamily(input))
     val timeKeys = try {
@@ -107,13 +149,12 @@ class MultiJoinStateManager(
     } finally {
       due.close()
     }
-    timeKeys.foreach { timeKey =>
-      store.remove(rowKeyOfTimeKey(timeKey), rowFamily(input))
-      store.remove(timeKey, timeFamily(input))
-    }
     storedCounts(input) -= timeKeys.length
     evicted += timeKeys.length
-    timeKeys.length
+    timeKeys.map { timeKey =>
+      store.remove(timeKey, timeFamily(input))
+      rowKeyOfTimeKey(timeKey).copy()
+    }
   }
 
   /** How many rows of each input are stored after this batch's changes. */
@@ -137,6 +178,8 @@ class MultiJoinStateManager(
 object MultiJoinStateManager {
 
   val RowCountsFamily = "rowCounts"
+
+  val MatchedFamily = "matched"
 
   def rowFamily(input: Int): String = s"input$input"
 
@@ -163,7 +206,8 @@ object MultiJoinStateManager {
   def columnFamilySchemas(
       keySchema: StructType,
       inputSchemas: Seq[StructType],
-      hasEventTime: Seq[Boolean]): Map[String, StateStoreColFamilySchema] = {
+      hasEventTime: Seq[Boolean],
+      hasOuterInputs: Boolean): Map[String, StateStoreColFamilySchema] = {
     val rowKeySchema = stateKeySchema(keySchema)
     val timeKeySchema = timeIndexKeySchema(keySchema)
     def family(
@@ -179,6 +223,12 @@ object MultiJoinStateManager {
     }
     val counts = family(RowCountsFamily, new StructType().add("input", IntegerType),
       new StructType().add("rows", LongType), NoPrefixKeyStateEncoderSpec(_))
-    (rows ++ times :+ counts).toMap
+    val matched = if (hasOuterInputs) {
+      Seq(family(MatchedFamily, rowKeySchema, new StructType().add("mask", LongType),
+        NoPrefixKeyStateEncoderSpec(_)))
+    } else {
+      Nil
+    }
+    (rows ++ times ++ matched :+ counts).toMap
   }
 }

@@ -1,0 +1,135 @@
+"""LEFT and RIGHT OUTER multi-joins: null-padded rows exactly when a row never matches.
+
+Inputs are those of test_time_bounded (event times growing batch by batch, then two far-future
+batches that join nothing). The far-future rows of input 0 are never evicted within a run, so
+their own null-padded rows are the one part of the batch answer a stream does not emit yet.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from pyspark.sql import functions as F
+
+from streaming_joins import batch_rows, explain, run_stream, session_conf
+from test_time_bounded import DELAY, timed_inputs
+
+FAR_KEY_OF_INPUT_0 = 1000
+
+
+def without_far_anchor_rows(rows):
+    return rows - type(rows)({row: n for row, n in rows.items() if FAR_KEY_OF_INPUT_0 in row})
+
+
+def mixed_chain(kinds: list[str], parents: list[int], bounds: list[tuple[int, int]],
+                drop_times: bool = False):
+    """Input j joins with kinds[j] ("inner" or "left_outer") on k, t_j bounded by t_parent."""
+
+    def build(frames):
+        frames = [frame.withWatermark(f"t{i}", DELAY) for i, frame in enumerate(frames)]
+        joined = frames[0]
+        for j in range(1, len(frames)):
+            p, (lo, hi) = parents[j], bounds[j]
+            condition = (F.col(f"k{p}") == F.col(f"k{j}")) & F.expr(
+                f"t{j} BETWEEN t{p} - INTERVAL {lo} SECONDS AND t{p} + INTERVAL {hi} SECONDS")
+            joined = joined.join(frames[j], condition, kinds[j])
+            if drop_times:
+                joined = joined.drop(f"t{j}")
+        return joined
+
+    return build
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_mixed_inner_and_left_outer_chain(spark, tmp_path, seed):
+    rng = random.Random(500 + seed)
+    n_inputs = 3 + seed % 3
+    kinds = ["inner"] + [rng.choice(["inner", "left_outer"]) for _ in range(1, n_inputs)]
+    if "left_outer" not in kinds:
+        kinds[-1] = "left_outer"
+    inner = [j for j in range(n_inputs) if kinds[j] == "inner"]
+    # Outer inputs are bounded by input 0; inner ones by any earlier inner input.
+    parents = [0] + [0 if kinds[j] == "left_outer" else rng.choice([i for i in inner if i < j])
+                     for j in range(1, n_inputs)]
+    bounds = [(0, 0)] + [(rng.choice([0, 15, 40]), rng.choice([10, 30, 60]))
+                         for _ in range(1, n_inputs)]
+    inputs = timed_inputs(tmp_path / "inputs", rng, n_inputs, n_batches=rng.randint(3, 5),
+                          rows_per_batch=6, n_keys=5)
+    build = mixed_chain(kinds, parents, bounds)
+    description = f"kinds={kinds} parents={parents} bounds={bounds}"
+
+    multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on",
+                       shuffle_partitions=rng.choice([1, 3]))
+    expected = without_far_anchor_rows(batch_rows(spark, inputs, build))
+    padded = sum(n for row, n in expected.items() if None in row)
+    assert padded > 0, "the data should leave some rows unmatched: " + description
+    assert multi.multi_join_count == 1, multi.plan
+    assert multi.rows == expected, description
+    assert multi.state_rows("multiJoin") == [2 * n_inputs], description
+
+
+def test_left_outer_star_matches_spark_chain(spark, tmp_path):
+    inputs = timed_inputs(tmp_path / "inputs", random.Random(77), 4, n_batches=4,
+                          rows_per_batch=6, n_keys=5)
+    build = mixed_chain(["inner", "left_outer", "left_outer", "left_outer"], [0, 0, 0, 0],
+                        [(0, 0), (20, 20), (10, 40), (0, 30)], drop_times=True)
+    chain = run_stream(spark, inputs, build, enabled=False, checkpoint=tmp_path / "off")
+    multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
+    expected = without_far_anchor_rows(batch_rows(spark, inputs, build))
+    assert multi.rows == expected
+    assert without_far_anchor_rows(chain.rows) == expected
+    padded = [entry["customMetrics"]["numNullPaddedRows"] for p in multi.progress
+              for entry in p["stateOperators"]]
+    assert sum(padded) == sum(n for row, n in expected.items() if None in row) > 0
+
+
+def test_right_outer_join_is_a_swapped_left_outer_join(spark, tmp_path):
+    inputs = timed_inputs(tmp_path / "inputs", random.Random(31), 3, n_batches=4,
+                          rows_per_batch=6, n_keys=5)
+
+    def build(frames):
+        a, b, c = [frame.withWatermark(f"t{i}", DELAY) for i, frame in enumerate(frames)]
+        on_b = (F.col("k0") == F.col("k1")) & F.expr(
+            "t1 BETWEEN t0 - INTERVAL 20 SECONDS AND t0 + INTERVAL 20 SECONDS")
+        on_c = (F.col("k0") == F.col("k2")) & F.expr(
+            "t2 BETWEEN t0 - INTERVAL 10 SECONDS AND t0 + INTERVAL 30 SECONDS")
+        return b.join(a, on_b, "right_outer").join(c, on_c, "left_outer")
+
+    multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
+    expected = without_far_anchor_rows(batch_rows(spark, inputs, build))
+    assert multi.multi_join_count == 1, multi.plan
+    assert any(None in row for row in expected)
+    assert multi.rows == expected
+
+
+def test_shapes_a_multi_join_cannot_run_stay_with_spark(spark, tmp_path):
+    inputs = timed_inputs(tmp_path / "inputs", random.Random(1), 3, n_batches=2)
+    frames = [frame.withWatermark(f"t{i}", DELAY)
+              for i, frame in enumerate(inputs.streams(spark))]
+    bound = "t{0} BETWEEN t{1} - INTERVAL 10 SECONDS AND t{1} + INTERVAL 10 SECONDS"
+
+    def on(j, p):
+        return (F.col(f"k{p}") == F.col(f"k{j}")) & F.expr(bound.format(j, p))
+
+    # A condition after a LEFT OUTER join that reads its null-padded side (and accepts nulls, so
+    # Spark does not turn the outer join into an inner one).
+    padded_side_used = frames[0].join(frames[1], on(1, 0), "left_outer").join(
+        frames[2], on(2, 0) & F.expr("v1 IS NULL OR v2 >= v1"))
+    # A FULL OUTER join.
+    full_outer = frames[0].join(frames[1], on(1, 0)).join(frames[2], on(2, 0), "full_outer")
+    # LEFT OUTER joins without time bounds on every input.
+    unbounded = frames[0].join(frames[1], F.col("k0") == F.col("k1"), "left_outer").join(
+        frames[2], on(2, 0), "left_outer")
+    with session_conf(spark, enabled=True):
+        for query in (padded_side_used, full_outer, unbounded):
+            assert "StreamingMultiJoin" not in plan_or_spark_error(query)
+
+
+def plan_or_spark_error(query) -> str:
+    """The physical plan, or the error with which Spark's own planning rejects the query."""
+    try:
+        return explain(query)
+    except Exception as error:  # noqa: BLE001 - Spark's rejection is the expected outcome here
+        assert "MULTIPLE_EVENT_TIME_COLUMNS" in str(error), error
+        return str(error)
