@@ -91,7 +91,8 @@ case class StreamingMultiJoinExec(
         case _ => ""
       }
       val kept = (eventTimes(input), evictionOffsets(input)) match {
-        case (Some(time), Some(offset)) => s" keeps ${time.name} > watermark + ${offset}ms"
+        case (Some(time), Some(offset)) =>
+          s" keeps ${time.name} > watermark ${if (offset < 0) "-" else "+"} ${offset.abs}ms"
         case (Some(time), None) => s" keeps all (${time.name} unbounded)"
         case _ => ""
       }
