@@ -19,9 +19,10 @@ object MultiJoinConf {
   private val FirstVersion = "0.1.0"
 
   private val EnabledDoc =
-    "When true, chains of three or more streaming inner joins on one shared key run as one " +
-      "StreamingMultiJoin operator that keeps only the input rows in state. Read when a " +
-      "streaming query starts; a query keeps the value it started with."
+    "When true, chains of three or more streaming joins (inner, and left or right outer with " +
+      "event-time bounds) on one shared key run as one StreamingMultiJoin operator that keeps " +
+      "only the input rows in state. Read when a streaming query starts; a query keeps the " +
+      "value it started with."
 
   private val MaxTablesDoc =
     "The most inputs one StreamingMultiJoin takes. A longer chain is split, left to right, into " +
