@@ -1,0 +1,265 @@
+"""Benchmark: the same streaming joins with multi-join off (Spark's chain) and on.
+
+    python scripts/benchmark.py [--workloads fanout,primary_key,time_bounded,scale]
+                                [--out benchmark-results] [--tiny]
+
+Each workload writes its input files once (one file per input and micro-batch), then runs the
+query over them with multi-join off and on, in this order, in one Spark session, and once as a
+batch query over all files (the floor). It reports, per mode: output rows (which must agree),
+wall time, input rows per second, p50/p95 micro-batch duration, state rows after the last batch
+(and their peak), and state bytes on disk in the checkpoint. It writes `results.json` and
+`state_and_batch_duration.png` (state rows and batch duration per batch, both modes) to --out.
+`--tiny` divides the data by 50, for a smoke run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import shutil
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Callable
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from spark_multijoin import configure_spark_with_multijoin, multi_join
+
+START = datetime(2026, 1, 1)
+
+
+@dataclass
+class Workload:
+    name: str
+    description: str
+    schemas: list[str]
+    batches: list[list[list[dict]]]  # [input][batch] -> rows
+    query: Callable[[list[DataFrame]], DataFrame]
+    check_flat_state: bool = False
+
+    @property
+    def input_rows(self) -> int:
+        return sum(len(batch) for batches in self.batches for batch in batches)
+
+
+def join_on_k(frames: list[DataFrame]) -> DataFrame:
+    joined = frames[0]
+    for frame in frames[1:]:
+        joined = joined.join(frame, "k")
+    return joined
+
+
+def keyed(name: str, description: str, rows_per_key: list[int], keys: int,
+          n_batches: int = 4) -> Workload:
+    """Inputs with `rows_per_key[i]` rows per key, spread evenly over the batches."""
+    batches = []
+    for i, fan_out in enumerate(rows_per_key):
+        rows = [{"k": key, f"v{i}": copy} for key in range(keys) for copy in range(fan_out)]
+        random.Random(i).shuffle(rows)
+        batches.append([rows[b::n_batches] for b in range(n_batches)])
+    schemas = [f"k int, v{i} int" for i in range(len(rows_per_key))]
+    return Workload(name, description, schemas, batches, join_on_k)
+
+
+def time_bounded(keys: int, n_batches: int) -> Workload:
+    """Four inputs, each bounded to within a minute of input 0, one minute of data per batch."""
+    rng = random.Random(7)
+    n_inputs = 4
+    batches = [[[] for _ in range(n_batches)] for _ in range(n_inputs)]
+    for b in range(n_batches):
+        for key in range(keys):
+            base = b * 60 + rng.uniform(0, 60)
+            for i in range(n_inputs):
+                at = START + timedelta(seconds=base + (rng.uniform(-20, 20) if i else 0))
+                batches[i][b].append({f"k{i}": key, f"v{i}": b, f"t{i}": at.isoformat()})
+
+    def query(frames: list[DataFrame]) -> DataFrame:
+        frames = [frame.withWatermark(f"t{i}", "30 seconds") for i, frame in enumerate(frames)]
+        joined = frames[0]
+        for i in range(1, n_inputs):
+            joined = joined.join(frames[i], F.expr(f"k0 = k{i} AND t{i} BETWEEN "
+                                                   "t0 - INTERVAL 30 SECONDS AND t0 + INTERVAL 30 SECONDS"))
+            joined = joined.drop(f"t{i}")  # Spark's chain runs only with one event time left
+        return joined
+
+    schemas = [f"k{i} int, v{i} int, t{i} timestamp" for i in range(n_inputs)]
+    return Workload("time_bounded", f"4 inputs x {keys} keys x {n_batches} batches, "
+                    "bounded to +-30 s of input 0, 30 s watermark delay", schemas, batches,
+                    query, check_flat_state=True)
+
+
+def workloads(names: list[str], shrink: int) -> list[Workload]:
+    chosen = []
+    for name in names:
+        if name == "fanout":
+            chosen.append(keyed("fanout", f"5 inputs, 1,10,10,10,2 rows per key, {500 // shrink} "
+                                "keys", [1, 10, 10, 10, 2], 500 // shrink))
+        elif name == "primary_key":
+            chosen.append(keyed("primary_key", f"5 inputs, one row per key, {20000 // shrink} keys",
+                                [1, 1, 1, 1, 1], 20000 // shrink))
+        elif name == "time_bounded":
+            chosen.append(time_bounded(keys=max(1, 300 // shrink), n_batches=20))
+        elif name == "scale":
+            for factor in (1, 4, 16):
+                keys = max(1, 125 * factor // shrink)
+                chosen.append(keyed(f"scale_x{factor}", f"fan-out 1,10,10,10,2 over {keys} keys",
+                                    [1, 10, 10, 10, 2], keys))
+        else:
+            raise SystemExit(f"unknown workload {name!r}")
+    return chosen
+
+
+def write_inputs(workload: Workload, folder: Path) -> None:
+    for i, batches in enumerate(workload.batches):
+        (folder / f"input{i}").mkdir(parents=True, exist_ok=True)
+        for b, rows in enumerate(batches):
+            path = folder / f"input{i}" / f"batch{b:04d}.json"
+            path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+            os.utime(path, (1_700_000_000 + b,) * 2)  # the file source reads by mtime
+
+
+def streams(spark: SparkSession, workload: Workload, folder: Path) -> list[DataFrame]:
+    return [spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
+            .json(str(folder / f"input{i}")) for i, schema in enumerate(workload.schemas)]
+
+
+def folder_bytes(folder: Path) -> int:
+    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+
+
+def run_mode(spark: SparkSession, workload: Workload, folder: Path, enabled: bool) -> dict:
+    multi_join(spark).enabled = enabled
+    checkpoint = folder / ("checkpoint_multi" if enabled else "checkpoint_chain")
+    started = time.perf_counter()
+    query = (workload.query(streams(spark, workload, folder)).writeStream.format("noop")
+             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    query.awaitTermination()
+    wall = time.perf_counter() - started
+    progress = [json.loads(p.json) for p in query.recentProgress]
+    plan = query._jsq.explainInternal(False)
+    data_batches = [p for p in progress if p["numInputRows"] > 0]
+    durations = [p["durationMs"]["triggerExecution"] for p in data_batches]
+    state_per_batch = [sum(e["numRowsTotal"] for e in p["stateOperators"]) for p in progress]
+    return {
+        "multi_join_in_plan": "StreamingMultiJoin" in plan,
+        "output_rows": sum(p["sink"]["numOutputRows"] for p in progress),
+        "wall_seconds": round(wall, 2),
+        "input_rows_per_second": round(workload.input_rows / wall, 1),
+        "batch_ms_p50": statistics.median(durations),
+        "batch_ms_p95": sorted(durations)[max(0, int(len(durations) * 0.95 + 0.5) - 1)],
+        "state_rows": state_per_batch[-1],
+        "state_rows_peak": max(state_per_batch),
+        "state_bytes_on_disk": folder_bytes(checkpoint / "state"),
+        "state_rows_per_batch": state_per_batch,
+        "batch_ms_per_batch": [p["durationMs"]["triggerExecution"] for p in progress],
+    }
+
+
+def batch_floor(spark: SparkSession, workload: Workload, folder: Path) -> float:
+    """Seconds for the same join as one batch query over all files (second, warm run)."""
+    tables = [spark.read.schema(schema).json(str(folder / f"input{i}"))
+              for i, schema in enumerate(workload.schemas)]
+    seconds = []
+    for _ in range(2):
+        started = time.perf_counter()
+        workload.query(tables).write.format("noop").mode("overwrite").save()
+        seconds.append(time.perf_counter() - started)
+    return round(seconds[-1], 2)
+
+
+def ratio(a: float, b: float) -> float | None:
+    return round(a / b, 2) if b else None
+
+
+def chart(results: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, len(results), figsize=(4.2 * len(results), 6.5), squeeze=False)
+    for column, result in enumerate(results):
+        for mode, style in (("chain", "o-"), ("multi_join", "s-")):
+            label = "Spark's chain" if mode == "chain" else "multi-join"
+            axes[0][column].plot(result[mode]["state_rows_per_batch"], style, label=label)
+            axes[1][column].plot(result[mode]["batch_ms_per_batch"], style, label=label)
+        axes[0][column].set_title(result["workload"])
+        axes[0][column].set_ylabel("state rows")
+        axes[1][column].set_ylabel("batch duration (ms)")
+        axes[1][column].set_xlabel("micro-batch")
+        axes[0][column].legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workloads", default="fanout,primary_key,time_bounded,scale")
+    parser.add_argument("--out", type=Path, default=Path("benchmark-results"))
+    parser.add_argument("--work", type=Path, default=Path("/tmp/multijoin-benchmark"))
+    parser.add_argument("--tiny", action="store_true", help="1/50 of the data, for a smoke run")
+    args = parser.parse_args()
+
+    chosen = workloads(args.workloads.split(","), shrink=50 if args.tiny else 1)
+    shutil.rmtree(args.work, ignore_errors=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    spark = configure_spark_with_multijoin(
+        SparkSession.builder.master("local[2]").appName("multijoin-benchmark")
+        .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.driver.memory", "6g")).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+
+    results = []
+    for index, workload in enumerate(chosen, start=1):
+        folder = args.work / workload.name
+        write_inputs(workload, folder)
+        print(f"[{index}/{len(chosen)}] {workload.name}: {workload.description}, "
+              f"{workload.input_rows} input rows", flush=True)
+        result = {"workload": workload.name, "description": workload.description,
+                  "input_rows": workload.input_rows}
+        for mode, enabled in (("chain", False), ("multi_join", True)):
+            print(f"    {mode:<10} running ...", end="", flush=True)
+            result[mode] = run_mode(spark, workload, folder, enabled)
+            print(f"\r    {mode:<10} {result[mode]['wall_seconds']:>7.1f} s, "
+                  f"{result[mode]['output_rows']} output rows, "
+                  f"{result[mode]['state_rows_peak']} peak state rows", flush=True)
+        result["batch_query_seconds"] = batch_floor(spark, workload, folder)
+        chain, multi = result["chain"], result["multi_join"]
+        if chain["output_rows"] != multi["output_rows"]:
+            raise SystemExit(f"{workload.name}: output rows differ: {chain['output_rows']} with "
+                             f"Spark's chain, {multi['output_rows']} with the multi-join")
+        if not multi["multi_join_in_plan"] or chain["multi_join_in_plan"]:
+            raise SystemExit(f"{workload.name}: the plans are not the two modes")
+        result["ratios"] = {
+            "state_rows_peak": ratio(chain["state_rows_peak"], multi["state_rows_peak"]),
+            "state_bytes": ratio(chain["state_bytes_on_disk"], multi["state_bytes_on_disk"]),
+            "wall_time": ratio(chain["wall_seconds"], multi["wall_seconds"]),
+            "multi_join_over_batch_query": ratio(multi["wall_seconds"],
+                                                 result["batch_query_seconds"]),
+        }
+        if workload.check_flat_state:
+            later = multi["state_rows_per_batch"][len(multi["state_rows_per_batch"]) // 2:]
+            result["multi_join_state_flat"] = max(later) <= 1.5 * max(1, min(later))
+        print(f"    ratios chain/multi: {result['ratios']}", flush=True)
+        results.append(result)
+
+    spark.stop()
+    machine = {"cpus": os.cpu_count(), "platform": platform.platform(),
+               "python": sys.version.split()[0]}
+    (args.out / "results.json").write_text(json.dumps(
+        {"machine": machine, "results": results}, indent=2))
+    chart(results, args.out / "state_and_batch_duration.png")
+    print(f"wrote {args.out / 'results.json'} and {args.out / 'state_and_batch_duration.png'}")
+
+
+if __name__ == "__main__":
+    main()
