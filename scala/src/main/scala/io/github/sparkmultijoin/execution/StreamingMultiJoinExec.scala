@@ -4,7 +4,7 @@ import java.util.concurrent.TimeUnit.NANOSECONDS
 
 import scala.collection.mutable
 
-import io.github.sparkmultijoin.execution.StreamingMultiJoinHelper.{conjuncts, onExhaustion, predicate, probePlan, BoundRows, Combinations, ProbePlan}
+import io.github.sparkmultijoin.execution.StreamingMultiJoinHelper.{conjuncts, onExhaustion, predicate, probePlan, probePlans, BoundRows, Combinations, ProbePlan}
 import io.github.sparkmultijoin.execution.state.MultiJoinStateManager
 import org.apache.hadoop.conf.Configuration
 
@@ -215,9 +215,7 @@ case class StreamingMultiJoinExec(
       val onNewRow: BasePredicate = predicate(plan.checkOnNewRow, output)
       val afterProbe: Array[BasePredicate] = plan.checksAfterProbe.map(predicate(_, output))
     }
-    val joinPlans = children.indices.map { input =>
-      new CompiledPlan(probePlan(inputOutputs, conjunctList, input))
-    }
+    val joinPlans = probePlans(inputOutputs, conjunctList).map(new CompiledPlan(_))
     // For an anchor row evicted with the outer inputs it never matched (a bit mask) padded.
     val paddedPlans = mutable.HashMap.empty[Long, CompiledPlan]
     def paddedPlan(unmatched: Long): CompiledPlan = paddedPlans.getOrElseUpdate(unmatched,
