@@ -4,8 +4,9 @@
                                 [--out benchmark-results] [--tiny]
 
 Each workload writes its input files once (one file per input and micro-batch), then runs the
-query over them with multi-join off and on, in this order, in one Spark session, and once as a
-batch query over all files (the floor). It reports, per mode: output rows (which must agree),
+query over them with multi-join off and on, in this order, in one Spark session, once as a batch
+query over all files (the floor), and once as a stateless streaming query over the same files
+and micro-batches (what streaming costs before any join). It reports, per mode: output rows (which must agree),
 wall time, input rows per second, p50/p95 micro-batch duration, state rows after the last batch
 (and their peak), and state bytes on disk in the checkpoint. It writes `results.json` and
 `state_and_batch_duration.png` (state rows and batch duration per batch, both modes) to --out.
@@ -182,6 +183,25 @@ def batch_floor(spark: SparkSession, workload: Workload, folder: Path) -> float:
     return round(seconds[-1], 2)
 
 
+def streaming_floor(spark: SparkSession, workload: Workload, folder: Path) -> float:
+    """Seconds for a stateless streaming query over the same inputs in the same micro-batches.
+
+    What any streaming query over these files costs before it joins anything: the engine's
+    per-batch work (listing sources, offset and commit logs, planning) and reading the rows.
+    """
+    frames = [frame.select(F.lit(i).alias("input")) for i, frame in
+              enumerate(streams(spark, workload, folder))]
+    union = frames[0]
+    for frame in frames[1:]:
+        union = union.unionAll(frame)
+    started = time.perf_counter()
+    query = (union.writeStream.format("noop")
+             .option("checkpointLocation", str(folder / "checkpoint_floor"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    return round(time.perf_counter() - started, 2)
+
+
 def ratio(a: float, b: float) -> float | None:
     return round(a / b, 2) if b else None
 
@@ -246,6 +266,7 @@ def main() -> None:
                   f"{result[mode]['output_rows']} output rows, "
                   f"{result[mode]['state_rows_peak']} peak state rows", flush=True)
         result["batch_query_seconds"] = batch_floor(spark, workload, folder)
+        result["streaming_floor_seconds"] = streaming_floor(spark, workload, folder)
         chain, multi = result["chain"], result["multi_join"]
         if chain["output_rows"] != multi["output_rows"]:
             raise SystemExit(f"{workload.name}: output rows differ: {chain['output_rows']} with "
@@ -260,6 +281,8 @@ def main() -> None:
                                                  result["batch_query_seconds"]),
             "multi_join_execution_over_batch_query": ratio(multi["execution_seconds"],
                                                            result["batch_query_seconds"]),
+            "multi_join_over_streaming_floor": ratio(multi["wall_seconds"],
+                                                     result["streaming_floor_seconds"]),
         }
         if workload.check_flat_state:
             # Flat: over the second half of the data batches, the state varies by under 50%.

@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import pytest
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
 
 from streaming_joins import Inputs, batch_rows, session_conf
@@ -62,3 +64,19 @@ def test_restart_resumes_with_state(spark, tmp_path):
     multi_join_state = [entry for entry in progress["stateOperators"]
                         if entry["operatorName"] == "multiJoin"]
     assert [entry["numRowsTotal"] for entry in multi_join_state] == [N_INPUTS * N_BATCHES * 5]
+
+
+@pytest.mark.parametrize("first, then", [(True, False), (False, True)])
+def test_restart_with_multi_join_toggled_is_refused(spark, tmp_path, first, then):
+    """The checkpoint's operator metadata names the operators: Spark refuses a changed plan
+    instead of running it without its state."""
+    rng = random.Random(2)
+    inputs = Inputs(tmp_path / "inputs", [f"k int, v{i} int" for i in range(3)])
+    for i in range(3):
+        inputs.write_batch(i, 0, [{"k": rng.randrange(3), f"v{i}": 0} for _ in range(4)])
+    run_to_end(spark, inputs, tmp_path / "ckpt", tmp_path / "out", enabled=first)
+    for i in range(3):
+        inputs.write_batch(i, 1, [{"k": rng.randrange(3), f"v{i}": 1} for _ in range(4)])
+    with pytest.raises(StreamingQueryException,
+                       match="STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA"):
+        run_to_end(spark, inputs, tmp_path / "ckpt", tmp_path / "out", enabled=then)
