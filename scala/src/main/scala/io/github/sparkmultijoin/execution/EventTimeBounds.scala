@@ -36,27 +36,27 @@ object EventTimeBounds extends PredicateHelper {
    * Per input, the offset (milliseconds) from the operator's input watermark at or below which
    * its rows are evicted; None where the input is unbounded.
    *
-   * With LEFT OUTER inputs, an `anchor` input's rows decide null-padding when they are evicted,
-   * and then need the rows of the other inputs they join with. So another input's row is also
-   * kept while an anchor row it can join is kept: while `t_j > W + offset(anchor) + L*(j,
-   * anchor)`.
+   * With LEFT OUTER inputs, the `deciding` input's rows decide null-padding when they are
+   * evicted, and then need the rows of the other inputs they join with. So another input's row
+   * is also kept while a deciding row it can join is kept: while
+   * `t_j > W + offset(deciding) + L*(j, deciding)`.
    */
   def evictionOffsets(
       inputs: Seq[Seq[Attribute]],
       condition: Option[Expression],
-      anchor: Option[Int] = None): Seq[Option[Long]] = {
+      deciding: Option[Int] = None): Seq[Option[Long]] = {
     val lowerBounds = closure(directLowerBounds(inputs, condition))
     val own = inputs.indices.map { input =>
       val others = inputs.indices.filter(_ != input).map(lowerBounds(input)(_))
       if (others.forall(_.isDefined)) Some(others.flatten.min) else None
     }
-    anchor match {
+    deciding match {
       case None => own
-      case Some(anchorInput) => own.zipWithIndex.map {
-        case (offset, input) if input == anchorInput => offset
+      case Some(decider) => own.zipWithIndex.map {
+        case (offset, input) if input == decider => offset
         case (offset, input) =>
-          for (kept <- offset; anchorKept <- own(anchorInput);
-               toAnchor <- lowerBounds(input)(anchorInput)) yield math.min(kept, anchorKept + toAnchor)
+          for (kept <- offset; deciderKept <- own(decider);
+               toDecider <- lowerBounds(input)(decider)) yield math.min(kept, deciderKept + toDecider)
       }
     }
   }

@@ -4,7 +4,7 @@ import java.util.concurrent.TimeUnit.NANOSECONDS
 
 import scala.collection.mutable
 
-import io.github.sparkmultijoin.execution.StreamingMultiJoinHelper.{conjuncts, onExhaustion, predicate, probePlan, probePlans, BoundRows, Combinations, ProbePlan}
+import io.github.sparkmultijoin.execution.StreamingMultiJoinHelper.{conjuncts, onExhaustion, predicate, probePlan, probePlanAfter, probePlans, BoundRows, Combinations, ProbePlan}
 import io.github.sparkmultijoin.execution.state.MultiJoinStateManager
 import org.apache.hadoop.conf.Configuration
 
@@ -35,25 +35,29 @@ import org.apache.spark.sql.types.StructType
  * joins do. After the batch's rows, each input's rows that can no longer join are evicted, by a
  * bound derived from the interval conditions ([[EventTimeBounds]]).
  *
- * LEFT OUTER inputs (joined to the anchor input): the combinations above have a row of every
- * input. Besides, each anchor row keeps which outer inputs it has matched (by their ON clauses).
- * When the anchor row is evicted, no row to come can match it any more, and it is joined once
- * more with the inputs it matched and nulls for those it never matched. The other inputs' rows
- * are kept until the anchor rows they can join are evicted.
+ * LEFT OUTER inputs (each joined to one inner input, its anchor): the combinations above have a
+ * row of every input. Besides, each anchor row keeps which of its outer inputs it has matched
+ * (by their ON clauses). When a row of the deciding input (an inner input) is evicted, no row to
+ * come can join it any more, so every outer input's matches in its combinations are final: its
+ * combinations of inner rows are enumerated once more, and each is joined with the rows of the
+ * outer inputs its anchor rows matched and nulls for those they never matched (when there is at
+ * least one). The other inputs' rows are kept until the deciding rows they can join are evicted.
  *
  * State: see [[MultiJoinStateManager]]. Probing and checks: see [[StreamingMultiJoinHelper]].
  *
  * @param keys            per input, its key expressions (same length and types for all inputs)
  * @param condition       what else every output row satisfies
  * @param outerConditions per LEFT OUTER input, its ON clause besides the key; None for others
- * @param anchor          the input the outer inputs are joined to, if there are any
+ * @param outerAnchors    per LEFT OUTER input, the inner input it is joined to; None for others
+ * @param decidingInput   with outer inputs, the inner input whose evicted rows decide padding
  * @param stateInfo       filled in by the planner strategy for a running query, None otherwise
  */
 case class StreamingMultiJoinExec(
     keys: Seq[Seq[Expression]],
     condition: Option[Expression],
     outerConditions: Seq[Option[Expression]],
-    anchor: Option[Int],
+    outerAnchors: Seq[Option[Int]],
+    decidingInput: Option[Int],
     stateInfo: Option[StatefulOperatorStateInfo],
     children: Seq[SparkPlan])
   extends SparkPlan with StateStoreWriter with SchemaValidationUtils {
@@ -86,8 +90,8 @@ case class StreamingMultiJoinExec(
 
   override def simpleString(maxFields: Int): String = {
     val inputs = children.indices.map { input =>
-      val joined = (outerConditions(input), anchor) match {
-        case (Some(on), Some(anchorInput)) => s" LEFT OUTER to input$anchorInput ON ${on.sql}"
+      val joined = (outerConditions(input), outerAnchors(input)) match {
+        case (Some(on), Some(anchor)) => s" LEFT OUTER to input$anchor ON ${on.sql}"
         case _ => ""
       }
       val kept = (eventTimes(input), evictionOffsets(input)) match {
@@ -114,7 +118,7 @@ case class StreamingMultiJoinExec(
 
   /** Per input, how far below the watermark its rows are kept (ms); None keeps them all. */
   private lazy val evictionOffsets: Seq[Option[Long]] = EventTimeBounds.evictionOffsets(
-    children.map(_.output), allConjuncts.map(_.expression).reduceOption(And), anchor)
+    children.map(_.output), allConjuncts.map(_.expression).reduceOption(And), decidingInput)
 
   private def evictable: Seq[Int] =
     children.indices.filter(input => eventTimes(input).isDefined && evictionOffsets(input).isDefined)
@@ -124,7 +128,7 @@ case class StreamingMultiJoinExec(
   override def getColFamilySchemas(
       shouldBeNullable: Boolean): Map[String, StateStoreColFamilySchema] =
     MultiJoinStateManager.columnFamilySchemas(
-      keySchema, children.map(_.schema), eventTimes.map(_.isDefined), anchor.isDefined)
+      keySchema, children.map(_.schema), eventTimes.map(_.isDefined), decidingInput.isDefined)
 
   override def validateAndMaybeEvolveStateSchema(
       hadoopConf: Configuration,
@@ -198,7 +202,8 @@ case class StreamingMultiJoinExec(
 
     val ordinals = timeOrdinals
     val state = new MultiJoinStateManager(
-      store, keySchema, children.map(_.schema), ordinals, anchor.isDefined, info.storeVersion)
+      store, keySchema, children.map(_.schema), ordinals, decidingInput.isDefined,
+      info.storeVersion)
     TaskContext.get().addTaskCompletionListener[Unit](_ => state.abortIfNotCommitted())
 
     val inputOutputs = children.map(_.output)
@@ -216,40 +221,51 @@ case class StreamingMultiJoinExec(
       val afterProbe: Array[BasePredicate] = plan.checksAfterProbe.map(predicate(_, output))
     }
     val joinPlans = probePlans(inputOutputs, conjunctList).map(new CompiledPlan(_))
-    // For an anchor row evicted with the outer inputs it never matched (a bit mask) padded.
+    val innerInputs = children.indices.filter(outerConditions(_).isEmpty)
+    // The combinations of inner rows with a deciding row; then, per set of outer inputs its
+    // anchor rows never matched (a bit mask), those of the others with nulls for them.
+    lazy val innerPlan = new CompiledPlan(
+      probePlan(inputOutputs, conjunctList, decidingInput.get, outerInputs.toSet))
     val paddedPlans = mutable.HashMap.empty[Long, CompiledPlan]
     def paddedPlan(unmatched: Long): CompiledPlan = paddedPlans.getOrElseUpdate(unmatched,
-      new CompiledPlan(probePlan(inputOutputs, conjunctList, anchor.get,
+      new CompiledPlan(probePlanAfter(inputOutputs, conjunctList,
+        decidingInput.get +: innerInputs.filterNot(decidingInput.contains),
         outerInputs.filter(input => (unmatched & bit(input)) != 0).toSet)))
-    // An outer input's ON clause, over the anchor row and its row.
+    // An outer input's ON clause, over its anchor row and its row.
     val onClauses = outerConditions.map(_.map(on => predicate(Some(on), output)))
+    val outerInputsOf =
+      children.indices.map(anchor => outerInputs.filter(outerAnchors(_).contains(anchor)))
 
     /**
-     * Every combination of `row` of `input` (bound) with the stored rows of the inputs that
-     * `compiled` probes, or nothing when one of them has none.
+     * Every combination of the bound row(s) with the stored rows of the inputs `compiled`
+     * probes, or nothing when one of them has none.
      */
-    def combinations(compiled: CompiledPlan, key: UnsafeRow): Iterator[InternalRow] = {
+    def combinations[A](compiled: CompiledPlan, stored: Int => Array[UnsafeRow])(
+        emit: Array[Int] => A): Iterator[A] = {
       val plan = compiled.plan
       val matches = new Array[Array[UnsafeRow]](plan.probeOrder.length)
       var depth = 0
       while (depth < matches.length) {
-        matches(depth) = state.get(plan.probeOrder(depth), key)
+        matches(depth) = stored(plan.probeOrder(depth))
         if (matches(depth).isEmpty) return Iterator.empty
         depth += 1
       }
-      new Combinations(matches, plan.probeOrder, compiled.afterProbe, bound, project)
+      new Combinations(matches, plan.probeOrder, compiled.afterProbe, bound, emit)
     }
+
+    def joinedRows(compiled: CompiledPlan, key: UnsafeRow): Iterator[InternalRow] =
+      combinations(compiled, state.get(_, key))(_ => project(bound.row))
 
     def bindOnly(input: Int, row: InternalRow): Unit = {
       children.indices.foreach(bound.clear)
       bound.bind(input, row)
     }
 
-    /** The outer inputs whose stored rows under `key` match anchor row `anchorRow`. */
-    def matchedByStored(anchorRow: InternalRow, key: UnsafeRow): Long =
-      outerInputs.foldLeft(0L) { (mask, outerInput) =>
+    /** The outer inputs anchored at `anchor` whose stored rows under `key` match `anchorRow`. */
+    def matchedByStored(anchor: Int, anchorRow: InternalRow, key: UnsafeRow): Long =
+      outerInputsOf(anchor).foldLeft(0L) { (mask, outerInput) =>
         val matched = state.get(outerInput, key).exists { outerRow =>
-          bindOnly(anchor.get, anchorRow)
+          bindOnly(anchor, anchorRow)
           bound.bind(outerInput, outerRow)
           onClauses(outerInput).get.eval(bound.row)
         }
@@ -257,15 +273,17 @@ case class StreamingMultiJoinExec(
       }
 
     /** Marks the stored anchor rows under `key` that `outerRow` of `outerInput` matches. */
-    def markAnchorsMatching(outerInput: Int, outerRow: InternalRow, key: UnsafeRow): Unit =
-      state.getWithKeys(anchor.get, key).foreach { case (rowKey, anchorRow) =>
-        bindOnly(anchor.get, anchorRow)
+    def markAnchorsMatching(outerInput: Int, outerRow: InternalRow, key: UnsafeRow): Unit = {
+      val anchor = outerAnchors(outerInput).get
+      state.getWithKeys(anchor, key).foreach { case (rowKey, anchorRow) =>
+        bindOnly(anchor, anchorRow)
         bound.bind(outerInput, outerRow)
         if (onClauses(outerInput).get.eval(bound.row)) {
           val mask = state.matchedMask(rowKey)
           if ((mask & bit(outerInput)) == 0) state.setMatchedMask(rowKey, mask | bit(outerInput))
         }
       }
+    }
 
     // Spark drops an input row at or below the watermark of the previous batch as late.
     val lateAtOrBelowMicros = lateRowsWatermarkMs.map(_ * 1000)
@@ -287,8 +305,8 @@ case class StreamingMultiJoinExec(
 
       val storedRow = storedRowProjections(input)(row)
       if (outerConditions(input).isDefined) markAnchorsMatching(input, row, key)
-      if (anchor.contains(input)) {
-        val mask = matchedByStored(row, key)
+      if (outerInputsOf(input).nonEmpty) {
+        val mask = matchedByStored(input, row, key)
         val rowKey = state.append(input, key, storedRow)
         if (mask != 0L) state.setMatchedMask(rowKey, mask)
       } else {
@@ -296,16 +314,15 @@ case class StreamingMultiJoinExec(
       }
       // Storing first is safe: a row's own input is never probed for it.
       bindOnly(input, row)
-      combinations(compiled, key)
+      joinedRows(compiled, key)
     }
 
     /**
-     * A row with a null key joins nothing; an anchor row without inner inputs to join comes out
-     * at once, null-padded, as a LEFT OUTER join gives it.
+     * A row with a null key joins nothing; a deciding row without other inner inputs to join
+     * comes out at once, null-padded, as a LEFT OUTER join gives it.
      */
     def nullKeyOutput(input: Int, row: InternalRow): Iterator[InternalRow] = {
-      val onlyOuterInputs = children.indices.forall(i => i == input || outerConditions(i).nonEmpty)
-      if (!anchor.contains(input) || !onlyOuterInputs) return Iterator.empty
+      if (!decidingInput.contains(input) || innerInputs != Seq(input)) return Iterator.empty
       val compiled = paddedPlan(outerInputs.map(bit).sum)
       bindOnly(input, row)
       if (compiled.onNewRow != null && !compiled.onNewRow.eval(bound.row)) return Iterator.empty
@@ -313,35 +330,54 @@ case class StreamingMultiJoinExec(
       Iterator.single(project(bound.row))
     }
 
-    /** The null-padded output of the anchor rows evicted now, before the other inputs' rows. */
-    def evictAnchorRows(): Iterator[InternalRow] = {
-      val anchorInput = anchor.get
-      val full = outerInputs.map(bit).sum
-      val evicted = evictionWatermarkMs.filter(_ => evictable.contains(anchorInput)).map {
+    /**
+     * The null-padded output of the deciding rows evicted now, before the other inputs' rows
+     * are: per combination of inner rows, the outer inputs whose anchor rows never matched.
+     */
+    def evictDecidingRows(): Iterator[InternalRow] = {
+      val decider = decidingInput.get
+      val evicted = evictionWatermarkMs.filter(_ => evictable.contains(decider)).map {
         watermark =>
-          state.evictAnchorRows(anchorInput, (watermark + evictionOffsets(anchorInput).get) * 1000)
+          state.evictDecidingRows(decider, (watermark + evictionOffsets(decider).get) * 1000)
       }.getOrElse(Array.empty)
-      evicted.iterator.filter(_._2 != full).flatMap { case (anchorRow, matched) =>
-        val compiled = paddedPlan(full & ~matched)
-        bindOnly(anchorInput, anchorRow)
-        if (compiled.onNewRow != null && !compiled.onNewRow.eval(bound.row)) {
+      val probedInner = innerPlan.plan.probeOrder
+      evicted.iterator.flatMap { case (decidingRow, decidingMask) =>
+        val key = keyProjections(decider)(decidingRow).copy()
+        val storedWithKeys = probedInner.map(state.getWithKeys(_, key))
+        val storedInner = probedInner.zip(storedWithKeys.map(_.map(_._2))).toMap
+        lazy val storedOuter = outerInputs.map(input => input -> state.get(input, key)).toMap
+        def unmatched(cursor: Array[Int]): Long = outerInputs.foldLeft(0L) { (mask, outer) =>
+          val anchor = outerAnchors(outer).get
+          val anchorMask = if (anchor == decider) decidingMask else {
+            val depth = probedInner.indexOf(anchor)
+            state.matchedMask(storedWithKeys(depth)(cursor(depth))._1)
+          }
+          if ((anchorMask & bit(outer)) == 0) mask | bit(outer) else mask
+        }
+        bindOnly(decider, decidingRow)
+        if (innerPlan.onNewRow != null && !innerPlan.onNewRow.eval(bound.row)) {
           Iterator.empty
         } else {
-          combinations(compiled, keyProjections(anchorInput)(anchorRow))
-            .map { row => numNullPaddedRows += 1; row }
+          combinations(innerPlan, storedInner)(unmatched).filter(_ != 0L).flatMap { padded =>
+            // The padded inputs may still hold rows bound for another combination.
+            outerInputs.filter(input => (padded & bit(input)) != 0).foreach(bound.clear)
+            combinations(paddedPlan(padded), storedOuter)(_ => project(bound.row))
+              .map { row => numNullPaddedRows += 1; row }
+          }
         }
       }
     }
 
     val updateStartTimeNs = System.nanoTime
     val joined = taggedInput.flatMap { case (input, row) => joinAndStore(input, row) }
-    val outputRows = (if (anchor.isEmpty) joined else joined ++ evictAnchorRows())
+    val outputRows = (if (decidingInput.isEmpty) joined else joined ++ evictDecidingRows())
       .map { row => numOutputRows += 1; row }
 
     def onCompletion(): Unit = {
       allUpdatesTimeMs += NANOSECONDS.toMillis(System.nanoTime - updateStartTimeNs)
       allRemovalsTimeMs += timeTakenMs {
-        for (watermark <- evictionWatermarkMs; input <- evictable if !anchor.contains(input)) {
+        for (watermark <- evictionWatermarkMs; input <- evictable
+             if !decidingInput.contains(input)) {
           state.evict(input, (watermark + evictionOffsets(input).get) * 1000)
         }
       }

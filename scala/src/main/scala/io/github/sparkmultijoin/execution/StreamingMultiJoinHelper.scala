@@ -29,13 +29,12 @@ object StreamingMultiJoinHelper extends PredicateHelper {
       }
 
   /**
-   * How a row of `newInput` is joined: the other inputs, except the null-padded ones, in
-   * `probeOrder`, and the conjuncts to check once the row is bound (`checkOnNewRow`) and once
-   * `probeOrder(d)` is bound (`checksAfterProbe(d)`). Conjuncts of padded inputs' ON clauses
-   * are left out.
+   * How rows already bound (a new row, or a combination of several inputs' rows) are joined:
+   * the other inputs, except the null-padded ones, in `probeOrder`, and the conjuncts to check
+   * on the bound rows (`checkOnNewRow`) and once `probeOrder(d)` is bound (`checksAfterProbe(d)`).
+   * Conjuncts of padded inputs' ON clauses are left out.
    */
   case class ProbePlan(
-      newInput: Int,
       probeOrder: Array[Int],
       checkOnNewRow: Option[Expression],
       checksAfterProbe: Array[Option[Expression]])
@@ -44,21 +43,28 @@ object StreamingMultiJoinHelper extends PredicateHelper {
       inputs: Seq[Seq[Attribute]],
       conjuncts: Seq[Conjunct],
       newInput: Int,
-      padded: Set[Int] = Set.empty): ProbePlan = {
+      padded: Set[Int] = Set.empty): ProbePlan =
+    probePlanAfter(inputs, conjuncts, Seq(newInput), padded)
+
+  /** The probe plan for the rows of the inputs `bound`, already bound. */
+  def probePlanAfter(
+      inputs: Seq[Seq[Attribute]],
+      conjuncts: Seq[Conjunct],
+      bound: Seq[Int],
+      padded: Set[Int]): ProbePlan = {
     // By expression id: a child's output may differ from the condition's attributes in
     // nullability (a Filter below makes them non-nullable).
     val inputSets = inputs.map(AttributeSet(_))
     def inputsOf(conjunct: Conjunct): Set[Int] = inputs.indices.filter { input =>
       conjunct.expression.references.intersect(inputSets(input)).nonEmpty
     }.toSet ++ conjunct.outerInput
-    val probeOrder = inputs.indices.filter(i => i != newInput && !padded(i)).toArray
-    val boundAt = (newInput +: probeOrder.toSeq).zipWithIndex.toMap
-    // The step after which all of a conjunct's inputs are bound: 0 is the new row itself.
+    val probeOrder = inputs.indices.filter(i => !bound.contains(i) && !padded(i)).toArray
+    // The step after which all of a conjunct's inputs are bound: 0 is the bound rows.
+    val boundAt = bound.map(_ -> 0).toMap ++ probeOrder.zipWithIndex.map { case (i, d) => i -> (d + 1) }
     val byStep = conjuncts.filterNot(_.outerInput.exists(padded))
-      .groupBy(conjunct => (inputsOf(conjunct) + newInput).map(boundAt).max)
+      .groupBy(conjunct => (inputsOf(conjunct) + bound.head).map(boundAt).max)
     def checkAt(step: Int) = byStep.get(step).map(_.map(_.expression).reduce(And))
-    ProbePlan(
-      newInput, probeOrder, checkAt(0), probeOrder.indices.map(d => checkAt(d + 1)).toArray)
+    ProbePlan(probeOrder, checkAt(0), probeOrder.indices.map(d => checkAt(d + 1)).toArray)
   }
 
   /** The probe plan of each input, probing the others in input order, nothing padded. */
@@ -88,44 +94,44 @@ object StreamingMultiJoinHelper extends PredicateHelper {
   }
 
   /**
-   * Every combination of a new row with one stored row of each probed input that passes the
-   * checks, as output rows. The new row must be bound in `bound`; `matches(d)` holds the stored
-   * rows of `probeOrder(d)` under the new row's key. Depth-first, so it holds one combination at
-   * a time; the returned rows are reused, as operators' output rows are.
+   * Every combination of the bound rows with one stored row of each probed input that passes the
+   * checks, as `emit` makes it of the rows bound in `bound` and, per probe step, the index of the
+   * chosen row in `matches` (which holds the stored rows of `probeOrder(d)` under the key).
+   * Depth-first, so it holds one combination at a time; what `emit` returns may be reused, as
+   * operators' output rows are. Nothing to probe is one combination: the bound rows.
    */
-  class Combinations(
+  class Combinations[A](
       matches: Array[Array[UnsafeRow]],
       probeOrder: Array[Int],
       checks: Array[BasePredicate],
       bound: BoundRows,
-      project: UnsafeProjection) extends Iterator[InternalRow] {
+      emit: Array[Int] => A) extends Iterator[A] {
 
     private val depth = matches.length
     private val cursor = Array.fill(depth)(-1)
     private var level = 0
-    private var pending: InternalRow = _
+    private var found = false
     private var searched = false
 
     override def hasNext: Boolean = {
       if (!searched) {
-        pending = findNext()
+        found = findNext()
         searched = true
       }
-      pending != null
+      found
     }
 
-    override def next(): InternalRow = {
+    override def next(): A = {
       if (!hasNext) throw new NoSuchElementException("no more combinations")
       searched = false
-      pending
+      emit(cursor)
     }
 
-    private def findNext(): InternalRow = {
+    private def findNext(): Boolean = {
       if (depth == 0) {
-        // Nothing to probe: the bound row alone is the one combination.
         val first = level == 0
         level = -1
-        return if (first) project(bound.row) else null
+        return first
       }
       while (level >= 0) {
         cursor(level) += 1
@@ -136,12 +142,12 @@ object StreamingMultiJoinHelper extends PredicateHelper {
           bound.bind(probeOrder(level), matches(level)(cursor(level)))
           val check = checks(level)
           if (check == null || check.eval(bound.row)) {
-            if (level == depth - 1) return project(bound.row)
+            if (level == depth - 1) return true
             level += 1
           }
         }
       }
-      null
+      false
     }
   }
 

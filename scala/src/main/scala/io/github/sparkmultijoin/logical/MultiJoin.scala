@@ -5,9 +5,9 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 
 /**
  * A join of several streaming inputs on one shared key, evaluated by one stateful operator that
- * keeps only the input rows in state. Inputs are joined INNER, or LEFT OUTER to an anchor input:
- * every output row has a row of each inner input, and of each outer input either a row matching
- * the anchor row by its ON clause or, where none ever matches, nulls.
+ * keeps only the input rows in state. Inputs are joined INNER, or LEFT OUTER to one inner input
+ * (their anchor): every output row has a row of each inner input, and of each outer input either
+ * a row matching its anchor's row by its ON clause or, where none ever matches, nulls.
  *
  * @param children   the inputs, in the order their columns appear in the output
  * @param keys       per input, the expressions of the shared key over that input's output; all
@@ -15,11 +15,12 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
  *                   joins only when all their keys are equal (and free of nulls)
  * @param condition  what else the rows of a combination must satisfy (deterministic); it never
  *                   references an outer input
- * @param outerInputs the inputs joined LEFT OUTER to the anchor
+ * @param outerInputs the inputs joined LEFT OUTER
  * @param onClauses  for each of `outerInputs`, its ON clause besides the key (TRUE if nothing
- *                   else), referencing only itself and the anchor. A plain Seq of expressions, so
+ *                   else), referencing only itself and its anchor. A plain Seq of expressions, so
  *                   that Catalyst sees their references (it does not look into Options in a Seq)
- * @param anchor     the input the outer inputs are LEFT OUTER joined to, if there are any
+ * @param outerAnchors for each of `outerInputs`, the inner input its ON clause joins it to
+ * @param decidingInput with outer inputs, the inner input whose evicted rows decide null-padding
  * @param operatorId the stateful operator id of the planned operator: fixed by the plan's shape,
  *                   so identical on every micro-batch and after a restart, and far from the ids
  *                   0..k-1 that Spark gives its own stateful operators
@@ -30,17 +31,24 @@ case class MultiJoin(
     condition: Option[Expression],
     outerInputs: Seq[Int],
     onClauses: Seq[Expression],
-    anchor: Option[Int],
+    outerAnchors: Seq[Int],
+    decidingInput: Option[Int],
     operatorId: Long) extends LogicalPlan {
 
   require(children.length >= 2, "a multi-join needs at least two inputs")
   require(keys.length == children.length, "every input of a multi-join needs its key")
-  require(outerInputs.length == onClauses.length)
-  require(outerInputs.isEmpty == anchor.isEmpty, "outer inputs are joined to an anchor input")
+  require(outerInputs.length == onClauses.length && outerInputs.length == outerAnchors.length)
+  require(outerInputs.isEmpty == decidingInput.isEmpty,
+    "outer inputs are decided by a deciding input")
 
   /** Per input, its ON clause if it is an outer input. */
-  def outerConditions: Seq[Option[Expression]] =
-    children.indices.map(input => Some(outerInputs.indexOf(input)).filter(_ >= 0).map(onClauses))
+  def outerConditions: Seq[Option[Expression]] = perInput(onClauses)
+
+  /** Per input, its anchor if it is an outer input. */
+  def anchors: Seq[Option[Int]] = perInput(outerAnchors)
+
+  private def perInput[A](values: Seq[A]): Seq[Option[A]] =
+    children.indices.map(input => Some(outerInputs.indexOf(input)).filter(_ >= 0).map(values))
 
   override def output: Seq[Attribute] = children.zipWithIndex.flatMap {
     case (child, input) if outerInputs.contains(input) =>

@@ -193,19 +193,19 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
     }
 
     val groupSize = MultiJoinConf.maxTables(conf).getOrElse(inputs.length)
-    val anchor = if (chain.outer.contains(true)) {
+    val outerJoins = if (chain.outer.contains(true)) {
       outerChainProblem(inputs, chain.outer.toSeq, conjuncts, keyClasses, groupSize) match {
         case Left(problem) =>
           logOnce(s"A chain of ${inputs.length} streaming joins with outer joins stays as Spark " +
             s"planned it: $problem ($names).")
           return None
-        case Right(anchorInput) => Some(anchorInput)
+        case Right(anchorsAndDecider) => Some(anchorsAndDecider)
       }
     } else {
       None
     }
     val firstGroup = multiJoin(inputs.take(groupSize), conjuncts, keyClasses,
-      chain.outer.toSeq.take(groupSize), anchor, nextOperatorId)
+      chain.outer.toSeq.take(groupSize), outerJoins, nextOperatorId)
     val (collapsed, leftOver) = inputs.drop(groupSize).grouped(groupSize - 1)
       .foldLeft(firstGroup) { case ((below, pending), group) =>
         val noOuter = Seq.fill(group.length + 1)(false)
@@ -227,7 +227,7 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
       pending: Seq[Conjunct],
       keyClasses: Seq[Seq[(Int, Expression)]],
       outer: Seq[Boolean],
-      anchor: Option[Int],
+      outerJoins: Option[(Map[Int, Int], Int)],
       nextOperatorId: Iterator[Long]): (MultiJoin, Seq[Conjunct]) = {
     val output = AttributeSet(inputs.flatMap(_.output))
     val (placed, rest) = pending.partition(_.expression.references.subsetOf(output))
@@ -248,32 +248,34 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
     }
     val normalizedKeys = keys.map(_.map(SparkInternals.normalizeFloatingNumbers))
     val core = residual.filter(_.outerInput.isEmpty).map(_.expression).reduceOption(And)
-    val multiJoin = MultiJoin(
-      inputs, normalizedKeys, core, outerInputs, onClauses, anchor, nextOperatorId.next())
+    val anchors = outerInputs.map(input => outerJoins.get._1(input))
+    val multiJoin = MultiJoin(inputs, normalizedKeys, core, outerInputs, onClauses, anchors,
+      outerJoins.map(_._2), nextOperatorId.next())
     (multiJoin, rest)
   }
 
   /**
-   * The anchor input of a chain with outer joins (the preserved input their ON clauses refer
-   * to), or why one multi-join cannot run the chain. A LEFT OUTER input's matches are kept per
-   * row of the anchor, and its null-padded rows come out when an anchor row is evicted; so ON
-   * clauses may use only their own input and the anchor, nothing else may use an outer input
-   * (it would see nulls), and every input must be bounded in event time.
+   * For a chain with outer joins, each outer input's anchor (the inner input its ON clause
+   * refers to) and the deciding input, or why one multi-join cannot run the chain. An outer
+   * input's matches are kept per row of its anchor, and null-padded rows come out when a row of
+   * the deciding input (the first inner input) is evicted; so an ON clause may use only its own
+   * input and one inner input, nothing else may use an outer input (it would see nulls), and
+   * every input must be bounded in event time.
    */
   private def outerChainProblem(
       inputs: Seq[LogicalPlan],
       outer: Seq[Boolean],
       conjuncts: Seq[Conjunct],
       keyClasses: Seq[Seq[(Int, Expression)]],
-      groupSize: Int): Either[String, Int] = {
+      groupSize: Int): Either[String, (Map[Int, Int], Int)] = {
     if (groupSize < inputs.length) {
       return Left(s"${MultiJoinConf.MAX_TABLES.key} = $groupSize would split it")
     }
     def inputsOf(expression: Expression): Set[Int] = inputs.indices.filter { input =>
       expression.references.intersect(inputs(input).outputSet).nonEmpty
     }.toSet
-    val outerInputs = inputs.indices.filter(outer).toSet
-    conjuncts.find(c => c.outerInput.isEmpty && inputsOf(c.expression).exists(outerInputs))
+    val outerInputs = inputs.indices.filter(outer)
+    conjuncts.find(c => c.outerInput.isEmpty && inputsOf(c.expression).exists(outer))
       .foreach { conjunct =>
         return Left(s"${conjunct.expression.sql} uses the null-padded side of an outer join")
       }
@@ -283,27 +285,29 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
       }
       case _ => false
     }
-    val partners = conjuncts.collect {
-      case Conjunct(expression, Some(owner)) if !isKeyEquality(expression) =>
-        inputsOf(expression) - owner
-    }.flatten.toSet
-    if (partners.exists(outerInputs)) {
-      return Left("an ON clause uses the null-padded side of another outer join")
-    }
-    if (partners.size > 1) {
-      return Left("the outer joins' ON clauses use more than one preserved input " +
-        partners.toSeq.sorted.map(input => describe(inputs(input))).mkString("(", ", ", ")") +
-        "; the multi-join keeps matches per row of one")
-    }
-    val anchor = partners.headOption.getOrElse(inputs.indices.find(!outer(_)).get)
+    val deciding = inputs.indices.find(!outer(_)).get
+    val anchors = outerInputs.map { outerInput =>
+      val partners = conjuncts.collect {
+        case Conjunct(expression, Some(`outerInput`)) if !isKeyEquality(expression) =>
+          inputsOf(expression) - outerInput
+      }.flatten.toSet
+      if (partners.exists(outer)) {
+        return Left("an ON clause uses the null-padded side of another outer join")
+      }
+      if (partners.size > 1) {
+        return Left(s"the ON clause of ${describe(inputs(outerInput))} uses more than one " +
+          "inner input; the multi-join keeps matches per row of one")
+      }
+      outerInput -> partners.headOption.getOrElse(deciding)
+    }.toMap
     val offsets = EventTimeBounds.evictionOffsets(
-      inputs.map(_.output), conjuncts.map(_.expression).reduceOption(And), Some(anchor))
+      inputs.map(_.output), conjuncts.map(_.expression).reduceOption(And), Some(deciding))
     if (offsets.exists(_.isEmpty)) {
       return Left("an outer join's null-padded rows come out once the watermark shows a row " +
         "can no longer match, which needs watermarks and interval conditions bounding every " +
         "input's event time")
     }
-    Right(anchor)
+    Right((anchors, deciding))
   }
 
   /** Whether `conjunct` equates two inputs' keys at the same position, which the join enforces. */
@@ -338,7 +342,8 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
     val times = EventTimeBounds.eventTimeColumns(outputs)
     if (times.exists(_.isDefined)) {
       val condition = (multiJoin.condition ++ multiJoin.outerConditions.flatten).reduceOption(And)
-      EventTimeBounds.evictionOffsets(outputs, condition, multiJoin.anchor).zip(multiJoin.children)
+      EventTimeBounds.evictionOffsets(outputs, condition, multiJoin.decidingInput)
+        .zip(multiJoin.children)
         .zip(times).collect { case ((None, input), time) =>
           val why = if (time.isEmpty) "it has no event-time column with a watermark" else
             s"no interval condition bounds ${time.get.name} against every other input's event " +

@@ -19,12 +19,13 @@ import org.apache.spark.sql.multijoin.SparkInternals
  */
 case class MultiJoinStrategy(session: SparkSession) extends SparkStrategy {
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
-    case multiJoin @ MultiJoin(children, keys, condition, _, _, anchor, operatorId) =>
+    case multiJoin @ MultiJoin(children, keys, condition, _, _, _, decidingInput, operatorId) =>
       StreamingMultiJoinExec(
         keys,
         condition,
         multiJoin.outerConditions,
-        anchor,
+        multiJoin.anchors,
+        decidingInput,
         SparkInternals.stateInfo(session, operatorId),
         children.map(planLater)) :: Nil
     case _ => Nil

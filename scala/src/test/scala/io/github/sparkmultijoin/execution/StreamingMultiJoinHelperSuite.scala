@@ -70,8 +70,11 @@ class StreamingMultiJoinHelperSuite extends AnyFunSuite {
       val newRowCheck = predicate(plan.checkOnNewRow, output)
       val produced =
         if (newRowCheck != null && !newRowCheck.eval(bound.row)) Seq.empty
-        else new Combinations(stored.map(rows), plan.probeOrder, checks, bound,
-          UnsafeProjection.create(output, output)).map(row => (0 until n).map(row.getInt)).toList
+        else {
+          val project = UnsafeProjection.create(output, output)
+          new Combinations(stored.map(rows), plan.probeOrder, checks, bound,
+            _ => project(bound.row)).map(row => (0 until n).map(row.getInt)).toList
+        }
 
       val expected = plan.probeOrder.indices.foldLeft(Seq(Map(newInput -> newValue))) {
         (partial, depth) => for (p <- partial; v <- stored(depth)) yield

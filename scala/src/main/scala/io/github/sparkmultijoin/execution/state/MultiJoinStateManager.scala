@@ -18,9 +18,11 @@ import org.apache.spark.sql.types.{BooleanType, DataType, IntegerType, LongType,
  *    so eviction reads exactly the rows it removes and stops at the first one it keeps.
  *  - `rowCounts`: key = input index, value = how many rows of that input are stored, so that the
  *    operator can report its rows per input (and in total) without scanning.
- *  - `matched`, with LEFT OUTER inputs: key = a stored row's key in the anchor input's family;
- *    value = a bit mask of the LEFT OUTER inputs that row has matched, absent while none. When
- *    the row is evicted, the inputs it never matched are the ones its output rows null-pad.
+ *  - `matched`, with LEFT OUTER inputs: key = a stored row's key in an anchor input's family
+ *    (row keys are unique across inputs: the row index counts all of a partition's rows);
+ *    value = a bit mask of the LEFT OUTER inputs anchored there that the row has matched,
+ *    absent while none. The outer inputs a combination's anchor rows never matched are the
+ *    ones its output rows null-pad.
  * Nothing but input rows and their index is stored.
  *
  * A batch that is retried reloads the store at the batch's version, so its row indexes start
@@ -125,13 +127,14 @@ class MultiJoinStateManager(
   def evict(input: Int, maxTimeMicros: Long): Long =
     dueRowKeys(input, maxTimeMicros).map { rowKey =>
       store.remove(rowKey, rowFamily(input))
+      if (hasOuterInputs) store.remove(rowKey, MatchedFamily)
     }.length
 
   /**
-   * Removes the anchor input's rows at or below `maxTimeMicros` like [[evict]], and returns them
-   * with their matched masks, for null-padding.
+   * Removes the deciding input's rows at or below `maxTimeMicros` like [[evict]], and returns
+   * them with their matched masks, for null-padding.
    */
-  def evictAnchorRows(input: Int, maxTimeMicros: Long): Array[(UnsafeRow, Long)] =
+  def evictDecidingRows(input: Int, maxTimeMicros: Long): Array[(UnsafeRow, Long)] =
     dueRowKeys(input, maxTimeMicros).map { rowKey =>
       val row = store.get(rowKey, rowFamily(input)).copy()
       val mask = matchedMask(rowKey)
