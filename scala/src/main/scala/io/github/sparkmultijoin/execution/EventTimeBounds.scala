@@ -55,8 +55,11 @@ object EventTimeBounds extends PredicateHelper {
       case Some(decider) => own.zipWithIndex.map {
         case (offset, input) if input == decider => offset
         case (offset, input) =>
-          for (kept <- offset; deciderKept <- own(decider);
-               toDecider <- lowerBounds(input)(decider)) yield math.min(kept, deciderKept + toDecider)
+          for {
+            kept <- offset
+            deciderKept <- own(decider)
+            toDecider <- lowerBounds(input)(decider)
+          } yield math.min(kept, deciderKept + toDecider)
       }
     }
   }

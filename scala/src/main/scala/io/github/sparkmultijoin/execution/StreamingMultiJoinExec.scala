@@ -121,7 +121,9 @@ case class StreamingMultiJoinExec(
     children.map(_.output), allConjuncts.map(_.expression).reduceOption(And), decidingInput)
 
   private def evictable: Seq[Int] =
-    children.indices.filter(input => eventTimes(input).isDefined && evictionOffsets(input).isDefined)
+    children.indices.filter { input =>
+      eventTimes(input).isDefined && evictionOffsets(input).isDefined
+    }
 
   private def keySchema: StructType = MultiJoinStateManager.keySchema(keys.head.map(_.dataType))
 

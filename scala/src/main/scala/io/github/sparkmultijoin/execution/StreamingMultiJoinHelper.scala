@@ -60,7 +60,8 @@ object StreamingMultiJoinHelper extends PredicateHelper {
     }.toSet ++ conjunct.outerInput
     val probeOrder = inputs.indices.filter(i => !bound.contains(i) && !padded(i)).toArray
     // The step after which all of a conjunct's inputs are bound: 0 is the bound rows.
-    val boundAt = bound.map(_ -> 0).toMap ++ probeOrder.zipWithIndex.map { case (i, d) => i -> (d + 1) }
+    val boundAt = bound.map(_ -> 0).toMap ++
+      probeOrder.zipWithIndex.map { case (input, depth) => input -> (depth + 1) }
     val byStep = conjuncts.filterNot(_.outerInput.exists(padded))
       .groupBy(conjunct => (inputsOf(conjunct) + bound.head).map(boundAt).max)
     def checkAt(step: Int) = byStep.get(step).map(_.map(_.expression).reduce(And))

@@ -71,7 +71,8 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
           plan.transformDown {
             case join: Join if isStreamingChainJoin(join) =>
               collapse(join, nextOperatorId).getOrElse(join)
-            case join @ Join(left, right, joinType, _, _) if left.isStreaming && right.isStreaming =>
+            case join @ Join(left, right, joinType, _, _)
+                if left.isStreaming && right.isStreaming =>
               logOnce(s"A streaming $joinType join keeps Spark's binary operator: multi-joins " +
                 "are of INNER, LEFT OUTER and RIGHT OUTER joins.")
               join
@@ -135,20 +136,18 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
   }
 
   private def flatten(plan: LogicalPlan, chain: Chain): Unit = plan match {
-    case Join(left, right, joinType, condition, _) if continuesChain(plan) =>
-      joinType match {
-        case Inner =>
-          flatten(left, chain)
-          flatten(right, chain)
-          chain.addConjuncts(condition, None)
-        case LeftOuter =>
-          flatten(left, chain)
-          chain.addConjuncts(condition, Some(chain.addInput(right, isOuter = true)))
-        case RightOuter => // the same as a LEFT OUTER join with the sides swapped
-          val padded = chain.addInput(left, isOuter = true)
-          flatten(right, chain)
-          chain.addConjuncts(condition, Some(padded))
-      }
+    case Join(left, right, Inner, condition, _) if continuesChain(plan) =>
+      flatten(left, chain)
+      flatten(right, chain)
+      chain.addConjuncts(condition, None)
+    case Join(left, right, LeftOuter, condition, _) if continuesChain(plan) =>
+      flatten(left, chain)
+      chain.addConjuncts(condition, Some(chain.addInput(right, isOuter = true)))
+    case Join(left, right, RightOuter, condition, _) if continuesChain(plan) =>
+      // The same as a LEFT OUTER join with the sides swapped.
+      val padded = chain.addInput(left, isOuter = true)
+      flatten(right, chain)
+      chain.addConjuncts(condition, Some(padded))
     case Project(projectList, child) if continuesChain(plan) =>
       flatten(child, chain)
       projectList.foreach {
