@@ -1,0 +1,68 @@
+package io.github.sparkmultijoin.execution
+
+import org.scalatest.funsuite.AnyFunSuite
+
+import org.apache.spark.sql.catalyst.expressions.{And, AttributeReference, Expression, GreaterThanOrEqual, LessThanOrEqual, Literal, TimestampAddInterval}
+import org.apache.spark.sql.catalyst.plans.logical.EventTimeWatermark
+import org.apache.spark.sql.types.{DayTimeIntervalType, IntegerType, MetadataBuilder, TimestampType}
+
+class EventTimeBoundsSuite extends AnyFunSuite {
+
+  private val watermarked = new MetadataBuilder().putLong(EventTimeWatermark.delayKey, 0L).build()
+
+  // Input i: a key and an event time t<i> with a watermark.
+  private def inputs(n: Int) = (0 until n).map { i =>
+    Seq(AttributeReference(s"k$i", IntegerType)(),
+      AttributeReference(s"t$i", TimestampType, metadata = watermarked)())
+  }
+
+  private def seconds(value: Long): Expression =
+    Literal(value * 1000000L, DayTimeIntervalType())
+
+  /** t_later BETWEEN t_earlier - low AND t_earlier + high (seconds). */
+  private def between(later: AttributeReference, earlier: AttributeReference, low: Long,
+      high: Long): Expression =
+    And(GreaterThanOrEqual(later, TimestampAddInterval(earlier, seconds(-low))),
+      LessThanOrEqual(later, TimestampAddInterval(earlier, seconds(high))))
+
+  private def time(all: Seq[Seq[AttributeReference]], i: Int) = all(i)(1)
+
+  test("bounds compose through other inputs") {
+    // b within [a - 30 s, a + 60 s], c within [b - 20 s, b + 40 s]. By hand:
+    // a needs future b (b <= a + 60) and future c (c <= b + 40 <= a + 100): kept while
+    // a > W - 100 s. b: a >= b - 30 and c <= b + 40: b > W - 40 s. c: b >= c - 40 and
+    // a >= b - 30 >= c - 50: c > W - 50 s. Spark's own bound for a single condition is
+    // exact to the millisecond; composing adds at most 1 ms per step.
+    val all = inputs(3)
+    val condition = And(between(time(all, 1), time(all, 0), 30, 60),
+      between(time(all, 2), time(all, 1), 20, 40))
+    val offsets = EventTimeBounds.evictionOffsets(all, Some(condition))
+    val expected = Seq(-100000L, -40000L, -50000L)
+    offsets.zip(expected).foreach { case (offset, bound) =>
+      assert(offset.isDefined && offset.get <= bound && offset.get >= bound - 3, offsets)
+    }
+  }
+
+  test("an input bounded against only some inputs is unbounded") {
+    val all = inputs(3)
+    val onlyAAndB = between(time(all, 1), time(all, 0), 10, 10)
+    val offsets = EventTimeBounds.evictionOffsets(all, Some(onlyAAndB))
+    assert(offsets.forall(_.isEmpty), offsets)
+  }
+
+  test("the deciding input's rows keep the rows they can join") {
+    // b within [a - 10 s, a + 10 s], c within [a - 10 s, a + 50 s]. By hand, lower bounds:
+    // a >= b - 10, a >= c - 50, b >= a - 10, c >= a - 10, and through a: b >= c - 60,
+    // c >= b - 20. Own offsets: a -50 s, b -60 s, c -20 s. With a deciding (a rows kept while
+    // a > W - 50), c is also kept while an a row it joins is: c >= a - 10 > W - 60.
+    val all = inputs(3)
+    val condition = And(between(time(all, 1), time(all, 0), 10, 10),
+      between(time(all, 2), time(all, 0), 10, 50))
+    val own = EventTimeBounds.evictionOffsets(all, Some(condition))
+    val deciding = EventTimeBounds.evictionOffsets(all, Some(condition), Some(0))
+    def near(offset: Option[Long], bound: Long) = offset.exists(o => o <= bound && o >= bound - 3)
+    assert(near(own(0), -50000L) && near(own(1), -60000L) && near(own(2), -20000L), own)
+    assert(near(deciding(0), -50000L) && near(deciding(1), -60000L) &&
+      near(deciding(2), -60000L), deciding)
+  }
+}
