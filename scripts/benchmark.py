@@ -8,9 +8,9 @@ query over them with multi-join off and on, in this order, in one Spark session,
 query over all files (the floor), and once as a stateless streaming query over the same files
 and micro-batches (what streaming costs before any join). It reports, per mode: output rows
 (which must agree), wall time, input rows per second, p50/p95 micro-batch duration, state rows
-after the last batch (and their peak), and state bytes on disk in the checkpoint. It writes `results.json` and
-`state_and_batch_duration.png` (state rows and batch duration per batch, both modes) to --out.
-`--tiny` divides the data by 50, for a smoke run.
+after the last batch (and their peak), and state bytes on disk in the checkpoint. It writes
+`results.json` and `state_and_batch_duration.png` (state rows and batch duration per batch, both
+modes) to --out. `--tiny` divides the data by 50, for a smoke run.
 """
 
 from __future__ import annotations
@@ -87,7 +87,8 @@ def time_bounded(keys: int, n_batches: int) -> Workload:
         joined = frames[0]
         for i in range(1, n_inputs):
             joined = joined.join(frames[i], F.expr(
-                f"k0 = k{i} AND t{i} BETWEEN t0 - INTERVAL 30 SECONDS AND t0 + INTERVAL 30 SECONDS"))
+                f"k0 = k{i} AND t{i} BETWEEN t0 - INTERVAL 30 SECONDS "
+                "AND t0 + INTERVAL 30 SECONDS"))
             joined = joined.drop(f"t{i}")  # Spark's chain runs only with one event time left
         return joined
 

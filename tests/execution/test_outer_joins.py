@@ -13,32 +13,13 @@ import pytest
 from pyspark.sql import functions as F
 
 from streaming_joins import batch_rows, explain, run_stream, session_conf
-from test_time_bounded import DELAY, timed_inputs
+from test_time_bounded import DELAY, bounded_chain, timed_inputs
 
 FAR_KEY_OF_INPUT_0 = 1000
 
 
 def without_far_anchor_rows(rows):
     return rows - type(rows)({row: n for row, n in rows.items() if FAR_KEY_OF_INPUT_0 in row})
-
-
-def mixed_chain(kinds: list[str], parents: list[int], bounds: list[tuple[int, int]],
-                drop_times: bool = False):
-    """Input j joins with kinds[j] ("inner" or "left_outer") on k, t_j bounded by t_parent."""
-
-    def build(frames):
-        frames = [frame.withWatermark(f"t{i}", DELAY) for i, frame in enumerate(frames)]
-        joined = frames[0]
-        for j in range(1, len(frames)):
-            p, (lo, hi) = parents[j], bounds[j]
-            condition = (F.col(f"k{p}") == F.col(f"k{j}")) & F.expr(
-                f"t{j} BETWEEN t{p} - INTERVAL {lo} SECONDS AND t{p} + INTERVAL {hi} SECONDS")
-            joined = joined.join(frames[j], condition, kinds[j])
-            if drop_times:
-                joined = joined.drop(f"t{j}")
-        return joined
-
-    return build
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -56,7 +37,7 @@ def test_random_mixed_inner_and_left_outer_chain(spark, tmp_path, seed):
                          for _ in range(1, n_inputs)]
     inputs = timed_inputs(tmp_path / "inputs", rng, n_inputs, n_batches=rng.randint(3, 5),
                           rows_per_batch=6, n_keys=5)
-    build = mixed_chain(kinds, parents, bounds)
+    build = bounded_chain(parents, bounds, kinds=kinds)
     description = f"kinds={kinds} parents={parents} bounds={bounds}"
 
     multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on",
@@ -72,8 +53,8 @@ def test_random_mixed_inner_and_left_outer_chain(spark, tmp_path, seed):
 def test_left_outer_star_matches_spark_chain(spark, tmp_path):
     inputs = timed_inputs(tmp_path / "inputs", random.Random(77), 4, n_batches=4,
                           rows_per_batch=6, n_keys=5)
-    build = mixed_chain(["inner", "left_outer", "left_outer", "left_outer"], [0, 0, 0, 0],
-                        [(0, 0), (20, 20), (10, 40), (0, 30)], drop_times=True)
+    build = bounded_chain([0, 0, 0, 0], [(0, 0), (20, 20), (10, 40), (0, 30)], drop_times=True,
+                          kinds=["inner", "left_outer", "left_outer", "left_outer"])
     chain = run_stream(spark, inputs, build, enabled=False, checkpoint=tmp_path / "off")
     multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
     expected = without_far_anchor_rows(batch_rows(spark, inputs, build))

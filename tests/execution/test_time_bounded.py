@@ -44,8 +44,10 @@ def timed_inputs(root, rng: random.Random, n_inputs: int, n_batches: int, rows_p
     return inputs
 
 
-def bounded_chain(parents: list[int], bounds: list[tuple[int, int]], drop_times: bool = False):
-    """Input j joins input parents[j] on k, with t_j within [t_p - lo, t_p + hi] seconds.
+def bounded_chain(parents: list[int], bounds: list[tuple[int, int]], drop_times: bool = False,
+                  kinds: list[str] | None = None):
+    """Input j joins input parents[j] on k, with t_j within [t_p - lo, t_p + hi] seconds, as
+    kinds[j] ("inner", the default, or "left_outer").
 
     With `drop_times` (a star: every parent is input 0), t_j is dropped right after its join:
     the only shape Spark's chain runs, as it allows one event-time column into a stateful
@@ -59,7 +61,8 @@ def bounded_chain(parents: list[int], bounds: list[tuple[int, int]], drop_times:
             p = parents[j]
             lo, hi = bounds[j]
             joined = joined.join(frames[j], (F.col(f"k{p}") == F.col(f"k{j}")) & F.expr(
-                f"t{j} BETWEEN t{p} - INTERVAL {lo} SECONDS AND t{p} + INTERVAL {hi} SECONDS"))
+                f"t{j} BETWEEN t{p} - INTERVAL {lo} SECONDS AND t{p} + INTERVAL {hi} SECONDS"),
+                kinds[j] if kinds else "inner")
             if drop_times:
                 joined = joined.drop(f"t{j}")
         return joined

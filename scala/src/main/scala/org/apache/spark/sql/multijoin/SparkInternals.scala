@@ -29,26 +29,29 @@ object SparkInternals {
    * The state info of stateful operator `operatorId` in the micro-batch being planned on this
    * thread, or None outside a running query (for example `df.explain()` before `start()`).
    */
-  def stateInfo(session: SparkSession, operatorId: Long): Option[StatefulOperatorStateInfo] = {
-    val classicSession = session.asInstanceOf[classic.SparkSession]
-    val context = classicSession.sparkContext
+  def stateInfo(session: SparkSession, operatorId: Long): Option[StatefulOperatorStateInfo] =
     for {
-      queryId <- Option(context.getLocalProperty(StreamExecution.QUERY_ID_KEY))
-      batchId <- Option(context.getLocalProperty(MicroBatchExecution.BATCH_ID_KEY))
-      query <- Option(
-        classicSession.sharedState.activeStreamingQueries.get(UUID.fromString(queryId)))
+      query <- runningQuery(session)
+      batchId <- Option(session.sparkContext.getLocalProperty(MicroBatchExecution.BATCH_ID_KEY))
     } yield StatefulOperatorStateInfo(
       checkpointLocation = new Path(query.resolvedCheckpointRoot, "state").toString,
       queryRunId = query.runId,
       operatorId = operatorId,
       storeVersion = batchId.toLong,
-      numPartitions = classicSession.sessionState.conf.numShufflePartitions)
-  }
+      numPartitions = classicSession(session).sessionState.conf.numShufflePartitions)
+
+  /** The streaming query whose micro-batch runs on this thread, if any. */
+  private def runningQuery(session: SparkSession): Option[StreamExecution] =
+    Option(session.sparkContext.getLocalProperty(StreamExecution.QUERY_ID_KEY)).flatMap { id =>
+      Option(classicSession(session).sharedState.activeStreamingQueries.get(UUID.fromString(id)))
+    }
+
+  private def classicSession(session: SparkSession): classic.SparkSession =
+    session.asInstanceOf[classic.SparkSession]
 
   /** The coordinator that tracks where each state store is loaded, for task locality. */
   def stateStoreCoordinator(session: SparkSession): StateStoreCoordinatorRef =
-    session.asInstanceOf[classic.SparkSession].sessionState.streamingQueryManager
-      .stateStoreCoordinator
+    classicSession(session).sessionState.streamingQueryManager.stateStoreCoordinator
 
   /**
    * A key expression whose float and double values compare by their bytes as Spark compares
@@ -77,17 +80,13 @@ object SparkInternals {
    */
   def inputWatermarks(
       session: SparkSession,
-      stateInfo: StatefulOperatorStateInfo): Option[(Long, Long)] = {
-    val classicSession = session.asInstanceOf[classic.SparkSession]
+      stateInfo: StatefulOperatorStateInfo): Option[(Long, Long)] =
     for {
-      queryId <- Option(classicSession.sparkContext.getLocalProperty(StreamExecution.QUERY_ID_KEY))
-      query <- Option(
-        classicSession.sharedState.activeStreamingQueries.get(UUID.fromString(queryId)))
+      query <- runningQuery(session)
       execution <- Option(query.lastExecution)
     } yield {
       val propagator = execution.watermarkPropagator
       (propagator.getInputWatermarkForLateEvents(stateInfo.storeVersion, stateInfo.operatorId),
         propagator.getInputWatermarkForEviction(stateInfo.storeVersion, stateInfo.operatorId))
     }
-  }
 }
