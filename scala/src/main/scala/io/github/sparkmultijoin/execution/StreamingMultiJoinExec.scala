@@ -107,10 +107,10 @@ case class StreamingMultiJoinExec(
   }
 
   /** Each input's event-time column, and its ordinal in the input's rows. */
-  private def eventTimes: Seq[Option[Attribute]] =
+  private lazy val eventTimes: Seq[Option[Attribute]] =
     EventTimeBounds.eventTimeColumns(children.map(_.output))
 
-  private def timeOrdinals: Seq[Option[Int]] = eventTimes.zip(children).map {
+  private lazy val timeOrdinals: Seq[Option[Int]] = eventTimes.zip(children).map {
     case (time, child) => time.map(column => child.output.indexWhere(_.exprId == column.exprId))
   }
 
@@ -120,7 +120,7 @@ case class StreamingMultiJoinExec(
   private lazy val evictionOffsets: Seq[Option[Long]] = EventTimeBounds.evictionOffsets(
     children.map(_.output), allConjuncts.map(_.expression).reduceOption(And), decidingInput)
 
-  private def evictable: Seq[Int] =
+  private lazy val evictable: Seq[Int] =
     children.indices.filter { input =>
       eventTimes(input).isDefined && evictionOffsets(input).isDefined
     }
@@ -264,22 +264,25 @@ case class StreamingMultiJoinExec(
     }
 
     /** The outer inputs anchored at `anchor` whose stored rows under `key` match `anchorRow`. */
-    def matchedByStored(anchor: Int, anchorRow: InternalRow, key: UnsafeRow): Long =
+    // The ON clause reads only the anchor and the outer input: one side is bound once, the
+    // other overwritten per stored row.
+    def matchedByStored(anchor: Int, anchorRow: InternalRow, key: UnsafeRow): Long = {
+      bindOnly(anchor, anchorRow)
       outerInputsOf(anchor).foldLeft(0L) { (mask, outerInput) =>
         val matched = state.get(outerInput, key).exists { outerRow =>
-          bindOnly(anchor, anchorRow)
           bound.bind(outerInput, outerRow)
           onClauses(outerInput).get.eval(bound.row)
         }
         if (matched) mask | bit(outerInput) else mask
       }
+    }
 
     /** Marks the stored anchor rows under `key` that `outerRow` of `outerInput` matches. */
     def markAnchorsMatching(outerInput: Int, outerRow: InternalRow, key: UnsafeRow): Unit = {
       val anchor = outerAnchors(outerInput).get
+      bindOnly(outerInput, outerRow)
       state.getWithKeys(anchor, key).foreach { case (rowKey, anchorRow) =>
-        bindOnly(anchor, anchorRow)
-        bound.bind(outerInput, outerRow)
+        bound.bind(anchor, anchorRow)
         if (onClauses(outerInput).get.eval(bound.row)) {
           val mask = state.matchedMask(rowKey)
           if ((mask & bit(outerInput)) == 0) state.setMatchedMask(rowKey, mask | bit(outerInput))
