@@ -203,12 +203,11 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
     } else {
       None
     }
-    val firstGroup = multiJoin(inputs.take(groupSize), conjuncts, keyClasses,
-      chain.outer.toSeq.take(groupSize), outerJoins, nextOperatorId)
+    val firstGroup =
+      multiJoin(inputs.take(groupSize), conjuncts, keyClasses, outerJoins, nextOperatorId)
     val (collapsed, leftOver) = inputs.drop(groupSize).grouped(groupSize - 1)
       .foldLeft(firstGroup) { case ((below, pending), group) =>
-        val noOuter = Seq.fill(group.length + 1)(false)
-        multiJoin(below +: group, pending, keyClasses, noOuter, None, nextOperatorId)
+        multiJoin(below +: group, pending, keyClasses, None, nextOperatorId)
       }
     assert(leftOver.isEmpty, s"conditions not placed in any multi-join: $leftOver")
     warnOfUnboundedInputs(collapsed)
@@ -225,7 +224,6 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
       inputs: Seq[LogicalPlan],
       pending: Seq[Conjunct],
       keyClasses: Seq[Seq[(Int, Expression)]],
-      outer: Seq[Boolean],
       outerJoins: Option[(Map[Int, Int], Int)],
       nextOperatorId: Iterator[Long]): (MultiJoin, Seq[Conjunct]) = {
     val output = AttributeSet(inputs.flatMap(_.output))
@@ -238,16 +236,17 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
       }
     }
     val residual = placed.filterNot(conjunct => impliedByKeys(conjunct.expression, keys))
-    // An outer input owns its ON clause; owners index the chain's inputs, which are this
-    // multi-join's inputs when there are outer joins (such chains are never split).
-    val outerInputs = inputs.indices.filter(outer)
+    // `outerJoins` maps each outer input to its anchor. Owners index the chain's inputs, which
+    // are this multi-join's inputs when there are outer joins (such chains are never split).
+    val anchorOf = outerJoins.map(_._1).getOrElse(Map.empty[Int, Int])
+    val outerInputs = anchorOf.keys.toSeq.sorted
     val onClauses = outerInputs.map { input =>
       residual.filter(_.outerInput.contains(input)).map(_.expression)
         .reduceOption(And).getOrElse(Literal.TrueLiteral)
     }
     val normalizedKeys = keys.map(_.map(SparkInternals.normalizeFloatingNumbers))
     val core = residual.filter(_.outerInput.isEmpty).map(_.expression).reduceOption(And)
-    val anchors = outerInputs.map(input => outerJoins.get._1(input))
+    val anchors = outerInputs.map(anchorOf)
     val multiJoin = MultiJoin(inputs, normalizedKeys, core, outerInputs, onClauses, anchors,
       outerJoins.map(_._2), nextOperatorId.next())
     (multiJoin, rest)
