@@ -3,9 +3,10 @@ package io.github.sparkmultijoin.execution
 import java.util.concurrent.TimeUnit.NANOSECONDS
 
 import scala.collection.mutable
+import scala.jdk.CollectionConverters._
 
 import io.github.sparkmultijoin.execution.StreamingMultiJoinHelper.{conjuncts, onExhaustion, predicate, probePlan, probePlanAfter, probePlans, BoundRows, Combinations, ProbePlan}
-import io.github.sparkmultijoin.execution.state.MultiJoinStateManager
+import io.github.sparkmultijoin.execution.state.{KeyRows, MultiJoinStateManager}
 import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.TaskContext
@@ -23,13 +24,17 @@ import org.apache.spark.sql.types.StructType
  * Join of several streaming inputs on one shared key, keeping only input rows in state.
  *
  * Every input is hash-partitioned by its key into the state's partitions, so the rows that can
- * join meet in one partition. A partition's micro-batch is processed input by input, in input
- * order: a new row of input i is joined with the rows of the other inputs stored so far (for
- * inputs processed before i in this batch, that includes their new rows), then stored. So every
- * combination is emitted exactly once, when its last member arrives: the N-way delta join
- * `dA join B join C + A' join dB join C + A' join B' join dC`, where primes are states updated by
- * this batch. Rows with a null key component never match and are not stored, nor are rows that
- * fail a conjunct that references only their own input.
+ * join meet in one partition. A partition's micro-batch runs in two passes. First every new row
+ * is stored, and the keys it was stored under are noted (keys only, with the inputs that added
+ * rows under them). Then, per noted key, each input's rows under it are read once, and every
+ * combination with at least one new row is emitted exactly once: a new row of input i joins all
+ * rows of the inputs before i and the earlier rows of the inputs after it. This is the N-way
+ * delta join `dA join B join C + A' join dB join C + A' join B' join dC`, where primes are states
+ * updated by this batch. Grouping by key reads a key's stored rows once per batch rather than
+ * once per new row, and a key without rows of some input is dropped after reading that input:
+ * the inputs that added nothing under the key are read first, as the likeliest to be empty. Rows
+ * with a null key component never match and are not stored, nor are rows that fail a conjunct
+ * that references only their own input.
  *
  * Event time: a row at or below the previous batch's watermark is late and dropped, as Spark's
  * joins do. After the batch's rows, each input's rows that can no longer join are evicted, by a
@@ -255,39 +260,9 @@ case class StreamingMultiJoinExec(
       new Combinations(matches, plan.probeOrder, compiled.afterProbe, bound, emit)
     }
 
-    def joinedRows(compiled: CompiledPlan, key: UnsafeRow): Iterator[InternalRow] =
-      combinations(compiled, state.get(_, key))(_ => project(bound.row))
-
     def bindOnly(input: Int, row: InternalRow): Unit = {
       children.indices.foreach(bound.clear)
       bound.bind(input, row)
-    }
-
-    /** The outer inputs anchored at `anchor` whose stored rows under `key` match `anchorRow`. */
-    // The ON clause reads only the anchor and the outer input: one side is bound once, the
-    // other overwritten per stored row.
-    def matchedByStored(anchor: Int, anchorRow: InternalRow, key: UnsafeRow): Long = {
-      bindOnly(anchor, anchorRow)
-      outerInputsOf(anchor).foldLeft(0L) { (mask, outerInput) =>
-        val matched = state.get(outerInput, key).exists { outerRow =>
-          bound.bind(outerInput, outerRow)
-          onClauses(outerInput).get.eval(bound.row)
-        }
-        if (matched) mask | bit(outerInput) else mask
-      }
-    }
-
-    /** Marks the stored anchor rows under `key` that `outerRow` of `outerInput` matches. */
-    def markAnchorsMatching(outerInput: Int, outerRow: InternalRow, key: UnsafeRow): Unit = {
-      val anchor = outerAnchors(outerInput).get
-      bindOnly(outerInput, outerRow)
-      state.getWithKeys(anchor, key).foreach { case (rowKey, anchorRow) =>
-        bound.bind(anchor, anchorRow)
-        if (onClauses(outerInput).get.eval(bound.row)) {
-          val mask = state.matchedMask(rowKey)
-          if ((mask & bit(outerInput)) == 0) state.setMatchedMask(rowKey, mask | bit(outerInput))
-        }
-      }
     }
 
     // Spark drops an input row at or below the watermark of the previous batch as late.
@@ -297,30 +272,97 @@ case class StreamingMultiJoinExec(
         row.getLong(ordinal) <= watermark)
     }
 
-    def joinAndStore(input: Int, row: InternalRow): Iterator[InternalRow] = {
+    // The join keys this batch stored rows under, each with the inputs it stored them for.
+    val addedInputsByKey = new java.util.HashMap[UnsafeRow, java.lang.Long]
+
+    // Per set of inputs that added rows under a key (a bit mask): those inputs, and the order
+    // the inputs' rows under it are read in, those that added none first (likeliest empty).
+    val addingInputsOf = mutable.HashMap.empty[Long, Array[Int]]
+    def addingInputs(addedInputs: Long): Array[Int] = addingInputsOf.getOrElseUpdate(addedInputs,
+      children.indices.filter(input => (addedInputs & bit(input)) != 0).toArray)
+    val readOrders = mutable.HashMap.empty[Long, Array[Int]]
+    def readOrder(addedInputs: Long): Array[Int] = readOrders.getOrElseUpdate(addedInputs,
+      children.indices.sortBy(input => (addedInputs & bit(input)) != 0).toArray)
+
+    /** Stores a new row, unless it is late or can join nothing. */
+    def storeNewRow(input: Int, row: InternalRow): Iterator[InternalRow] = {
       if (isLate(input, row)) {
         numLateRows += 1
         return Iterator.empty
       }
       val key = keyProjections(input)(row)
       if (key.anyNull) return nullKeyOutput(input, row)
-      val compiled = joinPlans(input)
+      val ownCheck = joinPlans(input).onNewRow
       bindOnly(input, row)
-      if (compiled.onNewRow != null && !compiled.onNewRow.eval(bound.row)) return Iterator.empty
-
-      val storedRow = storedRowProjections(input)(row)
-      if (outerConditions(input).isDefined) markAnchorsMatching(input, row, key)
-      if (outerInputsOf(input).nonEmpty) {
-        val mask = matchedByStored(input, row, key)
-        val rowKey = state.append(input, key, storedRow)
-        if (mask != 0L) state.setMatchedMask(rowKey, mask)
+      if (ownCheck != null && !ownCheck.eval(bound.row)) return Iterator.empty
+      state.append(input, key, storedRowProjections(input)(row))
+      val addedInputs = addedInputsByKey.get(key)
+      if (addedInputs == null) {
+        addedInputsByKey.put(key.copy(), bit(input))
       } else {
-        state.append(input, key, storedRow)
+        addedInputsByKey.put(key, addedInputs | bit(input))
       }
-      // Storing first is safe: a row's own input is never probed for it.
-      bindOnly(input, row)
-      joinedRows(compiled, key)
+      Iterator.empty
     }
+
+    /**
+     * The combinations under `key` with a row of this batch, each once: a new row of input i
+     * joins all rows of the inputs before i and the earlier rows of those after it.
+     */
+    def joinKey(key: UnsafeRow, addedInputs: Long): Iterator[InternalRow] = {
+      val rowsOf = new Array[KeyRows](children.length)
+      def rowsUnder(input: Int): KeyRows = {
+        if (rowsOf(input) == null) {
+          rowsOf(input) = state.rowsUnder(input, key, withKeys = outerInputsOf(input).nonEmpty)
+        }
+        rowsOf(input)
+      }
+      if (decidingInput.isDefined) markMatches(addedInputs, rowsUnder)
+      if (readOrder(addedInputs).exists(rowsUnder(_).rows.isEmpty)) return Iterator.empty
+      addingInputs(addedInputs).iterator.flatMap { input =>
+        rowsOf(input).addedRows.iterator.flatMap { row =>
+          bindOnly(input, row)
+          combinations(joinPlans(input), probed =>
+            if (probed < input) rowsOf(probed).rows else rowsOf(probed).earlierRows
+          )(_ => project(bound.row))
+        }
+      }
+    }
+
+    /**
+     * Marks the anchor rows under a key that match a row of an outer input anchored there, for
+     * the pairs with a row of this batch; the other pairs were checked in earlier batches.
+     */
+    def markMatches(addedInputs: Long, rowsUnder: Int => KeyRows): Unit =
+      children.indices.foreach { anchor =>
+        val outers = outerInputsOf(anchor).filter(outer =>
+          (addedInputs & (bit(anchor) | bit(outer))) != 0)
+        if (outers.nonEmpty) {
+          val outersWithAddedRows = outers.filter(outer => (addedInputs & bit(outer)) != 0)
+          val anchorRows = rowsUnder(anchor)
+          anchorRows.rows.indices.foreach { position =>
+            val isAdded = anchorRows.isAdded(position)
+            val checked = if (isAdded) outers else outersWithAddedRows
+            if (checked.nonEmpty) {
+              val rowKey = anchorRows.rowKeys(position)
+              val before = if (isAdded) 0L else state.matchedMask(rowKey)
+              // The ON clause reads only the anchor and the outer input: the anchor row is bound
+              // once, the outer input's rows overwrite each other.
+              bindOnly(anchor, anchorRows.rows(position))
+              val after = checked.foldLeft(before) { (mask, outer) =>
+                val candidates =
+                  if (isAdded) rowsUnder(outer).rows else rowsUnder(outer).addedRows
+                val matched = (mask & bit(outer)) != 0 || candidates.exists { outerRow =>
+                  bound.bind(outer, outerRow)
+                  onClauses(outer).get.eval(bound.row)
+                }
+                if (matched) mask | bit(outer) else mask
+              }
+              if (after != before) state.setMatchedMask(rowKey, after)
+            }
+          }
+        }
+      }
 
     /**
      * A row with a null key joins nothing; a deciding row without other inner inputs to join
@@ -348,14 +390,14 @@ case class StreamingMultiJoinExec(
       val probedInner = innerPlan.plan.probeOrder
       evicted.iterator.flatMap { case (decidingRow, decidingMask) =>
         val key = keyProjections(decider)(decidingRow).copy()
-        val storedWithKeys = probedInner.map(state.getWithKeys(_, key))
-        val storedInner = probedInner.zip(storedWithKeys.map(_.map(_._2))).toMap
-        lazy val storedOuter = outerInputs.map(input => input -> state.get(input, key)).toMap
+        val storedInner = probedInner.map(input => input -> state.rowsUnder(input, key,
+          withKeys = outerInputsOf(input).nonEmpty)).toMap
+        lazy val storedOuter = outerInputs.map(input =>
+          input -> state.rowsUnder(input, key, withKeys = false).rows).toMap
         def unmatched(cursor: Array[Int]): Long = outerInputs.foldLeft(0L) { (mask, outer) =>
           val anchor = outerAnchors(outer).get
           val anchorMask = if (anchor == decider) decidingMask else {
-            val depth = probedInner.indexOf(anchor)
-            state.matchedMask(storedWithKeys(depth)(cursor(depth))._1)
+            state.matchedMask(storedInner(anchor).rowKeys(cursor(probedInner.indexOf(anchor))))
           }
           if ((anchorMask & bit(outer)) == 0) mask | bit(outer) else mask
         }
@@ -363,7 +405,7 @@ case class StreamingMultiJoinExec(
         if (innerPlan.onNewRow != null && !innerPlan.onNewRow.eval(bound.row)) {
           Iterator.empty
         } else {
-          combinations(innerPlan, storedInner)(unmatched).filter(_ != 0L).flatMap { padded =>
+          combinations(innerPlan, storedInner(_).rows)(unmatched).filter(_ != 0L).flatMap { padded =>
             // The padded inputs may still hold rows bound for another combination.
             outerInputs.filter(input => (padded & bit(input)) != 0).foreach(bound.clear)
             combinations(paddedPlan(padded), storedOuter)(_ => project(bound.row))
@@ -374,7 +416,12 @@ case class StreamingMultiJoinExec(
     }
 
     val updateStartTimeNs = System.nanoTime
-    val joined = taggedInput.flatMap { case (input, row) => joinAndStore(input, row) }
+    // All new rows are stored before any is joined, so that each key's stored rows are read
+    // once per batch, not once per new row.
+    val joined = taggedInput.flatMap { case (input, row) => storeNewRow(input, row) } ++
+      addedInputsByKey.entrySet.iterator.asScala.flatMap { entry =>
+        joinKey(entry.getKey, entry.getValue)
+      }
     val outputRows = (if (decidingInput.isEmpty) joined else joined ++ evictDecidingRows())
       .map { row => numOutputRows += 1; row }
 

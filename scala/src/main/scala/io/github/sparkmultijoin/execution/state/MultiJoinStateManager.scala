@@ -1,5 +1,8 @@
 package io.github.sparkmultijoin.execution.state
 
+import scala.collection.mutable.{ArrayBuffer, BitSet}
+import scala.reflect.ClassTag
+
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{BoundReference, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, NoPrefixKeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec, RangeKeyScanStateEncoderSpec, StateStore, StateStoreColFamilySchema}
@@ -82,16 +85,25 @@ class MultiJoinStateManager(
   private var stored = 0L
   private var evicted = 0L
 
-  /** The rows of `input` stored so far under `key`, copied so that they can be held. */
-  def get(input: Int, key: UnsafeRow): Array[UnsafeRow] = {
-    val rows = store.prefixScan(key, rowFamily(input))
-    try rows.map(_.value.copy()).toArray finally rows.close()
-  }
-
-  /** The rows of `input` stored so far under `key`, with their keys, copied. */
-  def getWithKeys(input: Int, key: UnsafeRow): Array[(UnsafeRow, UnsafeRow)] = {
-    val rows = store.prefixScan(key, rowFamily(input))
-    try rows.map(pair => (pair.key.copy(), pair.value.copy())).toArray finally rows.close()
+  /**
+   * The rows of `input` stored under `key`, this batch's included, copied so that they can be
+   * held; with their keys in the input's family when `withKeys`.
+   */
+  def rowsUnder(input: Int, key: UnsafeRow, withKeys: Boolean): KeyRows = {
+    val rows = ArrayBuffer.empty[UnsafeRow]
+    val rowKeys = ArrayBuffer.empty[UnsafeRow]
+    val added = new BitSet
+    val scan = store.prefixScan(key, rowFamily(input))
+    try {
+      scan.foreach { pair =>
+        if (pair.key.getLong(keySchema.length) == batchId) added += rows.length
+        rows += pair.value.copy()
+        if (withKeys) rowKeys += pair.key.copy()
+      }
+    } finally {
+      scan.close()
+    }
+    new KeyRows(rows.toArray, if (withKeys) rowKeys.toArray else null, added)
   }
 
   /** The LEFT OUTER inputs the anchor row stored under `rowKey` has matched, as a bit mask. */
@@ -178,7 +190,25 @@ class MultiJoinStateManager(
   def abortIfNotCommitted(): Unit = if (!store.hasCommitted) store.abort()
 }
 
+/**
+ * An input's rows stored under one join key, and which of them this batch stored (`added`, by
+ * position). `rowKeys` are their keys in the input's family, when asked for.
+ */
+class KeyRows(val rows: Array[UnsafeRow], val rowKeys: Array[UnsafeRow], added: BitSet) {
+  import MultiJoinStateManager.unsafeRowTag
+
+  def isAdded(position: Int): Boolean = added(position)
+
+  lazy val addedRows: Array[UnsafeRow] = added.iterator.map(rows).toArray
+
+  lazy val earlierRows: Array[UnsafeRow] =
+    if (added.isEmpty) rows else rows.indices.filterNot(added).map(rows).toArray
+}
+
 object MultiJoinStateManager {
+
+  // Spares the lookup behind every summoned ClassTag: rows are collected into arrays per key.
+  implicit val unsafeRowTag: ClassTag[UnsafeRow] = ClassTag(classOf[UnsafeRow])
 
   val RowCountsFamily = "rowCounts"
 
