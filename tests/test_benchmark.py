@@ -22,3 +22,5 @@ def test_benchmark_runs_both_modes_and_writes_its_results(tmp_path):
         assert result["chain"]["output_rows"] == result["multi_join"]["output_rows"] > 0
         assert result["multi_join"]["multi_join_in_plan"]
     assert (tmp_path / "out" / "state_and_batch_duration.png").stat().st_size > 0
+    table = (tmp_path / "out" / "results.md").read_text()
+    assert "| fanout |" in table and "| time_bounded |" in table
