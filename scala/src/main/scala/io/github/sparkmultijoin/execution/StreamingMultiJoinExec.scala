@@ -295,7 +295,11 @@ case class StreamingMultiJoinExec(
       val ownCheck = joinPlans(input).onNewRow
       bindOnly(input, row)
       if (ownCheck != null && !ownCheck.eval(bound.row)) return Iterator.empty
-      state.append(input, key, storedRowProjections(input)(row))
+      val storedRow = row match {
+        case unsafeRow: UnsafeRow => unsafeRow // as rows come from the shuffle: the store copies it
+        case _ => storedRowProjections(input)(row)
+      }
+      state.append(input, key, storedRow)
       val addedInputs = addedInputsByKey.get(key)
       if (addedInputs == null) {
         addedInputsByKey.put(key.copy(), bit(input))
