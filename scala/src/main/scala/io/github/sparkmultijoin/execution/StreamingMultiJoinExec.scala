@@ -237,7 +237,7 @@ case class StreamingMultiJoinExec(
     def paddedPlan(unmatched: Long): CompiledPlan = paddedPlans.getOrElseUpdate(unmatched,
       new CompiledPlan(probePlanAfter(inputOutputs, conjunctList,
         decidingInput.get +: innerInputs.filterNot(decidingInput.contains),
-        outerInputs.filter(input => (unmatched & bit(input)) != 0).toSet)))
+        outerInputs.filter(inMask(unmatched, _)).toSet)))
     // An outer input's ON clause, over its anchor row and its row.
     val onClauses = outerConditions.map(_.map(on => predicate(Some(on), output)))
     val outerInputsOf =
@@ -275,14 +275,15 @@ case class StreamingMultiJoinExec(
     // The join keys this batch stored rows under, each with the inputs it stored them for.
     val addedInputsByKey = new java.util.HashMap[UnsafeRow, java.lang.Long]
 
-    // Per set of inputs that added rows under a key (a bit mask): those inputs, and the order
-    // the inputs' rows under it are read in, those that added none first (likeliest empty).
-    val addingInputsOf = mutable.HashMap.empty[Long, Array[Int]]
-    def addingInputs(addedInputs: Long): Array[Int] = addingInputsOf.getOrElseUpdate(addedInputs,
-      children.indices.filter(input => (addedInputs & bit(input)) != 0).toArray)
+    // Per set of inputs that added rows under a key (a bit mask), the order the inputs' rows
+    // under it are read in: those that added none first (the likeliest to have none).
     val readOrders = mutable.HashMap.empty[Long, Array[Int]]
     def readOrder(addedInputs: Long): Array[Int] = readOrders.getOrElseUpdate(addedInputs,
-      children.indices.sortBy(input => (addedInputs & bit(input)) != 0).toArray)
+      children.indices.sortBy(inMask(addedInputs, _)).toArray)
+
+    // An anchor's rows are read with their keys, which address their matched bits.
+    def readRows(input: Int, key: UnsafeRow): KeyRows =
+      state.rowsUnder(input, key, withKeys = outerInputsOf(input).nonEmpty)
 
     /** Stores a new row, unless it is late or can join nothing. */
     def storeNewRow(input: Int, row: InternalRow): Iterator[InternalRow] = {
@@ -317,13 +318,13 @@ case class StreamingMultiJoinExec(
       val rowsOf = new Array[KeyRows](children.length)
       def rowsUnder(input: Int): KeyRows = {
         if (rowsOf(input) == null) {
-          rowsOf(input) = state.rowsUnder(input, key, withKeys = outerInputsOf(input).nonEmpty)
+          rowsOf(input) = readRows(input, key)
         }
         rowsOf(input)
       }
       if (decidingInput.isDefined) markMatches(addedInputs, rowsUnder)
       if (readOrder(addedInputs).exists(rowsUnder(_).rows.isEmpty)) return Iterator.empty
-      addingInputs(addedInputs).iterator.flatMap { input =>
+      readOrder(addedInputs).iterator.filter(inMask(addedInputs, _)).flatMap { input =>
         rowsOf(input).addedRows.iterator.flatMap { row =>
           bindOnly(input, row)
           combinations(joinPlans(input), probed =>
@@ -340,9 +341,9 @@ case class StreamingMultiJoinExec(
     def markMatches(addedInputs: Long, rowsUnder: Int => KeyRows): Unit =
       children.indices.foreach { anchor =>
         val outers = outerInputsOf(anchor).filter(outer =>
-          (addedInputs & (bit(anchor) | bit(outer))) != 0)
+          inMask(addedInputs, anchor) || inMask(addedInputs, outer))
         if (outers.nonEmpty) {
-          val outersWithAddedRows = outers.filter(outer => (addedInputs & bit(outer)) != 0)
+          val outersWithAddedRows = outers.filter(inMask(addedInputs, _))
           val anchorRows = rowsUnder(anchor)
           anchorRows.rows.indices.foreach { position =>
             val isAdded = anchorRows.isAdded(position)
@@ -356,7 +357,7 @@ case class StreamingMultiJoinExec(
               val after = checked.foldLeft(before) { (mask, outer) =>
                 val candidates =
                   if (isAdded) rowsUnder(outer).rows else rowsUnder(outer).addedRows
-                val matched = (mask & bit(outer)) != 0 || candidates.exists { outerRow =>
+                val matched = inMask(mask, outer) || candidates.exists { outerRow =>
                   bound.bind(outer, outerRow)
                   onClauses(outer).get.eval(bound.row)
                 }
@@ -394,8 +395,7 @@ case class StreamingMultiJoinExec(
       val probedInner = innerPlan.plan.probeOrder
       evicted.iterator.flatMap { case (decidingRow, decidingMask) =>
         val key = keyProjections(decider)(decidingRow).copy()
-        val storedInner = probedInner.map(input => input -> state.rowsUnder(input, key,
-          withKeys = outerInputsOf(input).nonEmpty)).toMap
+        val storedInner = probedInner.map(input => input -> readRows(input, key)).toMap
         lazy val storedOuter = outerInputs.map(input =>
           input -> state.rowsUnder(input, key, withKeys = false).rows).toMap
         def unmatched(cursor: Array[Int]): Long = outerInputs.foldLeft(0L) { (mask, outer) =>
@@ -403,15 +403,17 @@ case class StreamingMultiJoinExec(
           val anchorMask = if (anchor == decider) decidingMask else {
             state.matchedMask(storedInner(anchor).rowKeys(cursor(probedInner.indexOf(anchor))))
           }
-          if ((anchorMask & bit(outer)) == 0) mask | bit(outer) else mask
+          if (inMask(anchorMask, outer)) mask else mask | bit(outer)
         }
         bindOnly(decider, decidingRow)
         if (innerPlan.onNewRow != null && !innerPlan.onNewRow.eval(bound.row)) {
           Iterator.empty
         } else {
-          combinations(innerPlan, storedInner(_).rows)(unmatched).filter(_ != 0L).flatMap { padded =>
+          val unmatchedPerCombination =
+            combinations(innerPlan, storedInner(_).rows)(unmatched).filter(_ != 0L)
+          unmatchedPerCombination.flatMap { padded =>
             // The padded inputs may still hold rows bound for another combination.
-            outerInputs.filter(input => (padded & bit(input)) != 0).foreach(bound.clear)
+            outerInputs.filter(inMask(padded, _)).foreach(bound.clear)
             combinations(paddedPlan(padded), storedOuter)(_ => project(bound.row))
               .map { row => numNullPaddedRows += 1; row }
           }
@@ -458,6 +460,8 @@ case class StreamingMultiJoinExec(
   }
 
   private def bit(input: Int): Long = 1L << input
+
+  private def inMask(mask: Long, input: Int): Boolean = (mask & bit(input)) != 0
 
   override protected def withNewChildrenInternal(
       newChildren: IndexedSeq[SparkPlan]): StreamingMultiJoinExec = copy(children = newChildren)
