@@ -3,7 +3,6 @@ package io.github.sparkmultijoin.execution
 import java.util.concurrent.TimeUnit.NANOSECONDS
 
 import scala.collection.mutable
-import scala.jdk.CollectionConverters._
 
 import io.github.sparkmultijoin.execution.StreamingMultiJoinHelper.{conjuncts, onExhaustion, predicate, probePlan, probePlanAfter, probePlans, BoundRows, Combinations, ProbePlan}
 import io.github.sparkmultijoin.execution.state.{KeyRows, MultiJoinStateManager}
@@ -208,8 +207,12 @@ case class StreamingMultiJoinExec(
     val numNullPaddedRows = longMetric(NullPaddedRowsMetric)
 
     val ordinals = timeOrdinals
+    val outerInputsOf =
+      children.indices.map(anchor => outerInputs.filter(outerAnchors(_).contains(anchor)))
+    // An anchor's rows are read with their keys, which address their matched bits.
+    val anchors = children.indices.filter(outerInputsOf(_).nonEmpty).toSet
     val state = new MultiJoinStateManager(
-      store, keySchema, children.map(_.schema), ordinals, decidingInput.isDefined,
+      store, keySchema, children.map(_.schema), ordinals, decidingInput.isDefined, anchors,
       info.storeVersion)
     TaskContext.get().addTaskCompletionListener[Unit](_ => state.abortIfNotCommitted())
 
@@ -240,8 +243,6 @@ case class StreamingMultiJoinExec(
         outerInputs.filter(inMask(unmatched, _)).toSet)))
     // An outer input's ON clause, over its anchor row and its row.
     val onClauses = outerConditions.map(_.map(on => predicate(Some(on), output)))
-    val outerInputsOf =
-      children.indices.map(anchor => outerInputs.filter(outerAnchors(_).contains(anchor)))
 
     /**
      * Every combination of the bound row(s) with the stored rows of the inputs `compiled`
@@ -272,18 +273,11 @@ case class StreamingMultiJoinExec(
         row.getLong(ordinal) <= watermark)
     }
 
-    // The join keys this batch stored rows under, each with the inputs it stored them for.
-    val addedInputsByKey = new java.util.HashMap[UnsafeRow, java.lang.Long]
-
     // Per set of inputs that added rows under a key (a bit mask), the order the inputs' rows
     // under it are read in: those that added none first (the likeliest to have none).
     val readOrders = mutable.HashMap.empty[Long, Array[Int]]
     def readOrder(addedInputs: Long): Array[Int] = readOrders.getOrElseUpdate(addedInputs,
       children.indices.sortBy(inMask(addedInputs, _)).toArray)
-
-    // An anchor's rows are read with their keys, which address their matched bits.
-    def readRows(input: Int, key: UnsafeRow): KeyRows =
-      state.rowsUnder(input, key, withKeys = outerInputsOf(input).nonEmpty)
 
     /** Stores a new row, unless it is late or can join nothing. */
     def storeNewRow(input: Int, row: InternalRow): Iterator[InternalRow] = {
@@ -301,12 +295,6 @@ case class StreamingMultiJoinExec(
         case _ => storedRowProjections(input)(row)
       }
       state.append(input, key, storedRow)
-      val addedInputs = addedInputsByKey.get(key)
-      if (addedInputs == null) {
-        addedInputsByKey.put(key.copy(), bit(input))
-      } else {
-        addedInputsByKey.put(key, addedInputs | bit(input))
-      }
       Iterator.empty
     }
 
@@ -318,7 +306,7 @@ case class StreamingMultiJoinExec(
       val rowsOf = new Array[KeyRows](children.length)
       def rowsUnder(input: Int): KeyRows = {
         if (rowsOf(input) == null) {
-          rowsOf(input) = readRows(input, key)
+          rowsOf(input) = state.rowsUnder(input, key)
         }
         rowsOf(input)
       }
@@ -395,9 +383,9 @@ case class StreamingMultiJoinExec(
       val probedInner = innerPlan.plan.probeOrder
       evicted.iterator.flatMap { case (decidingRow, decidingMask) =>
         val key = keyProjections(decider)(decidingRow).copy()
-        val storedInner = probedInner.map(input => input -> readRows(input, key)).toMap
-        lazy val storedOuter = outerInputs.map(input =>
-          input -> state.rowsUnder(input, key, withKeys = false).rows).toMap
+        val storedInner = probedInner.map(input => input -> state.rowsUnder(input, key)).toMap
+        lazy val storedOuter =
+          outerInputs.map(input => input -> state.rowsUnder(input, key).rows).toMap
         def unmatched(cursor: Array[Int]): Long = outerInputs.foldLeft(0L) { (mask, outer) =>
           val anchor = outerAnchors(outer).get
           val anchorMask = if (anchor == decider) decidingMask else {
@@ -425,9 +413,7 @@ case class StreamingMultiJoinExec(
     // All new rows are stored before any is joined, so that each key's stored rows are read
     // once per batch, not once per new row.
     val joined = taggedInput.flatMap { case (input, row) => storeNewRow(input, row) } ++
-      addedInputsByKey.entrySet.iterator.asScala.flatMap { entry =>
-        joinKey(entry.getKey, entry.getValue)
-      }
+      state.keysAdded.flatMap { case (key, addedInputs) => joinKey(key, addedInputs) }
     val outputRows = (if (decidingInput.isEmpty) joined else joined ++ evictDecidingRows())
       .map { row => numOutputRows += 1; row }
 

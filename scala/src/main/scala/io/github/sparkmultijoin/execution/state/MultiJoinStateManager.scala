@@ -1,6 +1,7 @@
 package io.github.sparkmultijoin.execution.state
 
-import scala.collection.mutable.{ArrayBuffer, BitSet}
+import scala.collection.mutable.ArrayBuffer
+import scala.jdk.CollectionConverters._
 import scala.reflect.ClassTag
 
 import org.apache.spark.sql.catalyst.InternalRow
@@ -31,11 +32,20 @@ import org.apache.spark.sql.types.{BooleanType, DataType, IntegerType, LongType,
  * A batch that is retried reloads the store at the batch's version, so its row indexes start
  * over without clashing with stored rows.
  *
+ * Besides the store, the manager notes the join keys this batch stores rows under (with the
+ * inputs that added them), and keeps copies of the batch's rows in memory up to
+ * [[BatchRowsMemoryBytes]]. An input that had no rows stored before this batch then has, under
+ * any key, exactly the rows kept in memory, and they are read from there instead of the store:
+ * in the first batch of a query (often its largest, a backlog) nothing is read back. Past the
+ * bound the copies are dropped and every read goes to the store, as it would without them.
+ *
  * @param store         the partition's state store, opened with column families
  * @param keySchema     the join key's schema, the same for all inputs
  * @param inputSchemas  the schema of each input's rows
  * @param timeOrdinals  per input, the ordinal of its event time in its rows, if it has one
  * @param hasOuterInputs whether there are LEFT OUTER inputs, whose matches are kept
+ * @param keyedInputs   the inputs whose rows are read with their keys (the anchors of LEFT
+ *                      OUTER inputs, whose row keys address their matched bits)
  * @param batchId       the micro-batch being processed
  */
 class MultiJoinStateManager(
@@ -44,6 +54,7 @@ class MultiJoinStateManager(
     inputSchemas: Seq[StructType],
     timeOrdinals: Seq[Option[Int]],
     hasOuterInputs: Boolean,
+    keyedInputs: Set[Int],
     batchId: Long) {
 
   import MultiJoinStateManager._
@@ -78,6 +89,9 @@ class MultiJoinStateManager(
   private val countKey = UnsafeProjection.create(Array[DataType](IntegerType))
   private val countValue = UnsafeProjection.create(Array[DataType](LongType))
 
+  private val rowFamilies = inputSchemas.indices.map(rowFamily).toArray
+  private val timeFamilies = inputSchemas.indices.map(timeFamily).toArray
+
   private var nextRowIndex = 0L
   private val storedCounts = inputSchemas.indices.map { input =>
     Option(store.get(countKey(InternalRow(input)), RowCountsFamily)).map(_.getLong(0)).getOrElse(0L)
@@ -85,25 +99,55 @@ class MultiJoinStateManager(
   private var stored = 0L
   private var evicted = 0L
 
+  // The keys this batch stored rows under; per input, whether the rows kept in memory are all
+  // it has stored (it had none before this batch, and none were removed since).
+  private val batchKeys = new java.util.HashMap[UnsafeRow, BatchKey]
+  private val inputInMemory = storedCounts.map(_ == 0L)
+  private var batchRowsInMemory = true
+  private var batchRowsBytes = 0L
+
+  /** The join keys this batch stored rows under, each with the inputs that added them (a mask). */
+  def keysAdded: Iterator[(UnsafeRow, Long)] =
+    batchKeys.entrySet.iterator.asScala.map(entry => (entry.getKey, entry.getValue.inputs))
+
   /**
    * The rows of `input` stored under `key`, this batch's included, copied so that they can be
-   * held; with their keys in the input's family when `withKeys`.
+   * held; with their keys in the input's family when it is a keyed input.
    */
-  def rowsUnder(input: Int, key: UnsafeRow, withKeys: Boolean): KeyRows = {
-    val rows = ArrayBuffer.empty[UnsafeRow]
-    val rowKeys = ArrayBuffer.empty[UnsafeRow]
-    val added = new BitSet
-    val scan = store.prefixScan(key, rowFamily(input))
+  def rowsUnder(input: Int, key: UnsafeRow): KeyRows =
+    if (batchRowsInMemory && inputInMemory(input)) {
+      rowsInMemory(input, key)
+    } else {
+      rowsInStore(input, key)
+    }
+
+  private def rowsInMemory(input: Int, key: UnsafeRow): KeyRows = {
+    val batchKey = batchKeys.get(key)
+    if (batchKey == null || batchKey.rows(input) == null) {
+      new KeyRows(Array.empty, if (keyedInputs(input)) Array.empty else null, numEarlier = 0)
+    } else {
+      new KeyRows(batchKey.rows(input).toArray,
+        if (keyedInputs(input)) batchKey.rowKeys(input).toArray else null, numEarlier = 0)
+    }
+  }
+
+  private def rowsInStore(input: Int, key: UnsafeRow): KeyRows = {
+    val withKeys = keyedInputs(input)
+    val earlier, added = ArrayBuffer.empty[UnsafeRow]
+    val earlierKeys, addedKeys = ArrayBuffer.empty[UnsafeRow]
+    val scan = store.prefixScan(key, rowFamilies(input))
     try {
       scan.foreach { pair =>
-        if (pair.key.getLong(keySchema.length) == batchId) added += rows.length
-        rows += pair.value.copy()
-        if (withKeys) rowKeys += pair.key.copy()
+        val isAdded = pair.key.getLong(keySchema.length) == batchId
+        (if (isAdded) added else earlier) += pair.value.copy()
+        if (withKeys) (if (isAdded) addedKeys else earlierKeys) += pair.key.copy()
       }
     } finally {
       scan.close()
     }
-    new KeyRows(rows.toArray, if (withKeys) rowKeys.toArray else null, added)
+    val numEarlier = earlier.length
+    new KeyRows((earlier ++= added).toArray,
+      if (withKeys) (earlierKeys ++= addedKeys).toArray else null, numEarlier)
   }
 
   /** The LEFT OUTER inputs the anchor row stored under `rowKey` has matched, as a bit mask. */
@@ -113,23 +157,45 @@ class MultiJoinStateManager(
   def setMatchedMask(rowKey: UnsafeRow, mask: Long): Unit =
     store.put(rowKey, countValue(InternalRow(mask)), MatchedFamily)
 
-  /**
-   * Stores `row` (an UnsafeRow of the input's schema) of `input` under `key`; returns the key it
-   * is stored under (a copy).
-   */
-  def append(input: Int, key: UnsafeRow, row: UnsafeRow): UnsafeRow = {
+  /** Stores `row` (an UnsafeRow of the input's schema) of `input` under `key`. */
+  def append(input: Int, key: UnsafeRow, row: UnsafeRow): Unit = {
     rowPosition.setLong(1, nextRowIndex)
     nextRowIndex += 1
     val rowKey = rowKeyProjection(keyAndPosition(key, rowPosition))
-    store.put(rowKey, row, rowFamily(input))
+    store.put(rowKey, row, rowFamilies(input))
     timeOrdinals(input).foreach { ordinal =>
       timeHolder.setLong(0, row.getLong(ordinal))
       store.put(timeKeyProjection(timeAndRowKey(timeHolder, rowKey)), placeholder,
-        timeFamily(input))
+        timeFamilies(input))
     }
     storedCounts(input) += 1
     stored += 1
-    rowKey.copy()
+
+    var batchKey = batchKeys.get(key)
+    if (batchKey == null) {
+      batchKey = new BatchKey(inputSchemas.length)
+      batchKeys.put(key.copy(), batchKey)
+      batchRowsBytes += key.getSizeInBytes + ObjectOverheadBytes
+    }
+    batchKey.inputs |= 1L << input
+    if (batchRowsInMemory) {
+      if (batchKey.rows(input) == null) {
+        batchKey.rows(input) = ArrayBuffer.empty
+        if (keyedInputs(input)) batchKey.rowKeys(input) = ArrayBuffer.empty
+      }
+      batchKey.rows(input) += row.copy()
+      batchRowsBytes += row.getSizeInBytes + ObjectOverheadBytes
+      if (keyedInputs(input)) {
+        batchKey.rowKeys(input) += rowKey.copy()
+        batchRowsBytes += rowKey.getSizeInBytes + ObjectOverheadBytes
+      }
+      if (batchRowsBytes > BatchRowsMemoryBytes) dropBatchRowsInMemory()
+    }
+  }
+
+  private def dropBatchRowsInMemory(): Unit = {
+    batchRowsInMemory = false
+    batchKeys.values.forEach(_.dropRows())
   }
 
   /**
@@ -138,7 +204,7 @@ class MultiJoinStateManager(
    */
   def evict(input: Int, maxTimeMicros: Long): Long =
     dueRowKeys(input, maxTimeMicros).map { rowKey =>
-      store.remove(rowKey, rowFamily(input))
+      store.remove(rowKey, rowFamilies(input))
       if (hasOuterInputs) store.remove(rowKey, MatchedFamily)
     }.length
 
@@ -148,9 +214,9 @@ class MultiJoinStateManager(
    */
   def evictDecidingRows(input: Int, maxTimeMicros: Long): Array[(UnsafeRow, Long)] =
     dueRowKeys(input, maxTimeMicros).map { rowKey =>
-      val row = store.get(rowKey, rowFamily(input)).copy()
+      val row = store.get(rowKey, rowFamilies(input)).copy()
       val mask = matchedMask(rowKey)
-      store.remove(rowKey, rowFamily(input))
+      store.remove(rowKey, rowFamilies(input))
       if (mask != 0L) store.remove(rowKey, MatchedFamily)
       (row, mask)
     }
@@ -158,7 +224,7 @@ class MultiJoinStateManager(
   /** Takes the due rows of `input` off its time index and the counts; the caller removes them. */
   private def dueRowKeys(input: Int, maxTimeMicros: Long): Array[UnsafeRow] = {
     require(timeOrdinals(input).isDefined, s"input $input has no event time to evict by")
-    val due = store.iterator(timeFamily(input))
+    val due = store.iterator(timeFamilies(input))
     val timeKeys = try {
       due.map(_.key).takeWhile(_.getLong(0) <= maxTimeMicros).map(_.copy()).toArray
     } finally {
@@ -166,8 +232,9 @@ class MultiJoinStateManager(
     }
     storedCounts(input) -= timeKeys.length
     evicted += timeKeys.length
+    if (timeKeys.nonEmpty) inputInMemory(input) = false
     timeKeys.map { timeKey =>
-      store.remove(timeKey, timeFamily(input))
+      store.remove(timeKey, timeFamilies(input))
       rowKeyOfTimeKey(timeKey).copy()
     }
   }
@@ -191,24 +258,48 @@ class MultiJoinStateManager(
 }
 
 /**
- * An input's rows stored under one join key, and which of them this batch stored (`added`, by
- * position). `rowKeys` are their keys in the input's family, when asked for.
+ * An input's rows stored under one join key: first the `numEarlier` stored by earlier batches,
+ * then those this batch stored. `rowKeys` are their keys in the input's family, for a keyed
+ * input (else null).
  */
-class KeyRows(val rows: Array[UnsafeRow], val rowKeys: Array[UnsafeRow], added: BitSet) {
-  import MultiJoinStateManager.unsafeRowTag
+class KeyRows(val rows: Array[UnsafeRow], val rowKeys: Array[UnsafeRow], numEarlier: Int) {
 
-  def isAdded(position: Int): Boolean = added(position)
+  def isAdded(position: Int): Boolean = position >= numEarlier
 
-  lazy val addedRows: Array[UnsafeRow] = added.iterator.map(rows).toArray
+  lazy val addedRows: Array[UnsafeRow] = if (numEarlier == 0) rows else rows.drop(numEarlier)
 
   lazy val earlierRows: Array[UnsafeRow] =
-    if (added.isEmpty) rows else rows.indices.filterNot(added).map(rows).toArray
+    if (numEarlier == rows.length) rows else rows.take(numEarlier)
+}
+
+/**
+ * A join key this batch stored rows under: the inputs that added them (a bit mask) and, while
+ * the batch's rows are kept in memory, per input the rows (and, for keyed inputs, their keys).
+ */
+private class BatchKey(numInputs: Int) {
+  var inputs = 0L
+  val rows = new Array[ArrayBuffer[UnsafeRow]](numInputs)
+  val rowKeys = new Array[ArrayBuffer[UnsafeRow]](numInputs)
+
+  def dropRows(): Unit = {
+    java.util.Arrays.fill(rows.asInstanceOf[Array[AnyRef]], null)
+    java.util.Arrays.fill(rowKeys.asInstanceOf[Array[AnyRef]], null)
+  }
 }
 
 object MultiJoinStateManager {
 
   // Spares the lookup behind every summoned ClassTag: rows are collected into arrays per key.
   implicit val unsafeRowTag: ClassTag[UnsafeRow] = ClassTag(classOf[UnsafeRow])
+
+  /**
+   * How much of a batch's rows one partition keeps in memory (estimated bytes), so that a large
+   * batch cannot exhaust the heap; past it, its rows are read back from the store.
+   */
+  val BatchRowsMemoryBytes: Long = 32L * 1024 * 1024
+
+  // A rough per-row estimate of the JVM's object headers and references around a row's bytes.
+  private val ObjectOverheadBytes = 48
 
   val RowCountsFamily = "rowCounts"
 
