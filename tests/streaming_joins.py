@@ -48,9 +48,9 @@ class Inputs:
         stamp = _FIRST_BATCH_MTIME + batch_index
         os.utime(path, (stamp, stamp))
 
-    def streams(self, spark: SparkSession) -> list[DataFrame]:
+    def streams(self, spark: SparkSession, files_per_trigger: int = 1) -> list[DataFrame]:
         return [
-            spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
+            spark.readStream.schema(schema).option("maxFilesPerTrigger", files_per_trigger)
             .json(str(self.root / f"input{index}"))
             for index, schema in enumerate(self.schemas)
         ]
@@ -106,6 +106,7 @@ def _conf_key(name: str) -> str:
     return {
         "enabled": "multi-join.enabled",
         "max_tables": "multi-join.max-tables",
+        "batch_rows_memory": "multi-join.batch-rows-memory",
         "shuffle_partitions": "spark.sql.shuffle.partitions",
     }[name]
 
@@ -115,12 +116,12 @@ _query_counter = iter(range(1_000_000))
 
 def run_stream(spark: SparkSession, inputs: Inputs, build: QueryBuilder, *, enabled: bool,
                checkpoint: Path, max_tables: int | None = None,
-               shuffle_partitions: int = 2) -> StreamRun:
+               shuffle_partitions: int = 2, files_per_trigger: int = 1) -> StreamRun:
     """Runs the query over all input files present, to the end, into a memory sink."""
     name = f"multijoin_test_{next(_query_counter)}"
     with session_conf(spark, enabled=enabled, max_tables=max_tables,
                       shuffle_partitions=shuffle_partitions):
-        query = (build(inputs.streams(spark)).writeStream.format("memory").queryName(name)
+        query = (build(inputs.streams(spark, files_per_trigger)).writeStream.format("memory").queryName(name)
                  .outputMode("append").option("checkpointLocation", str(checkpoint))
                  .trigger(availableNow=True).start())
     try:

@@ -8,13 +8,13 @@ import pytest
 from pyspark.sql import functions as F
 
 from random_chains import build_chain, random_inputs, random_shape
-from streaming_joins import Inputs, batch_rows, run_stream
+from streaming_joins import Inputs, batch_rows, run_stream, session_conf
 
 SEEDS = range(12)
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-def test_random_chain_matches_spark_chain_and_batch(spark, tmp_path, seed):
+def random_chain(spark, tmp_path, seed):
+    """A random chain's shape, query, inputs, and the batch query's answer (never empty)."""
     rng = random.Random(seed)
     shape = random_shape(rng, n_inputs=3 + seed % 6)
     build = build_chain(shape)
@@ -25,6 +25,12 @@ def test_random_chain_matches_spark_chain_and_batch(spark, tmp_path, seed):
         expected = batch_rows(spark, inputs, build)
         if expected:
             break
+    return shape, build, inputs, expected
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_chain_matches_spark_chain_and_batch(spark, tmp_path, seed):
+    shape, build, inputs, expected = random_chain(spark, tmp_path, seed)
 
     chain = run_stream(spark, inputs, build, enabled=False, checkpoint=tmp_path / "off",
                        shuffle_partitions=shape.shuffle_partitions)
@@ -42,6 +48,20 @@ def test_random_chain_matches_spark_chain_and_batch(spark, tmp_path, seed):
         all(row[f"{column}{i}"] is not None for column in key_columns)
         for i, batches in enumerate(inputs.batches) for batch in batches for row in batch)
     assert multi.state_rows("multiJoin") == [stored]
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("batch_rows_memory", ["32m", "300b"])
+def test_random_chain_in_one_micro_batch(spark, tmp_path, seed, batch_rows_memory):
+    """All rows in one micro-batch: joined from memory, or past a small bound (a few hundred
+    bytes, passed after some keys) read back from the state store."""
+    shape, build, inputs, expected = random_chain(spark, tmp_path, seed)
+    with session_conf(spark, batch_rows_memory=batch_rows_memory):
+        multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on",
+                           shuffle_partitions=shape.shuffle_partitions, files_per_trigger=100)
+    assert expected, "no random data joined: " + shape.describe()
+    assert multi.multi_join_count == 1 and len(multi.progress) == 1, multi.plan
+    assert multi.rows == expected, shape.describe()
 
 
 def test_fan_out_state_is_the_input_rows(spark, tmp_path):

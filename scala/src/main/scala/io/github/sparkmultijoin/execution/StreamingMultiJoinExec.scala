@@ -16,7 +16,7 @@ import org.apache.spark.sql.catalyst.plans.physical.{Distribution, Partitioning,
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.operators.stateful.{SchemaValidationUtils, StatefulOperatorCustomMetric, StatefulOperatorCustomSumMetric, StatefulOperatorStateInfo, StateStoreWriter}
 import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, OperatorInfoV1, OperatorStateMetadata, OperatorStateMetadataV2, StateSchemaValidationResult, StateStore, StateStoreColFamilySchema, StateStoreId, StateStoreMetadataV2, StateStoreOps}
-import org.apache.spark.sql.multijoin.SparkInternals
+import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -24,8 +24,9 @@ import org.apache.spark.sql.types.StructType
  *
  * Every input is hash-partitioned by its key into the state's partitions, so the rows that can
  * join meet in one partition. A partition's micro-batch runs in two passes. First every new row
- * is stored, and the keys it was stored under are noted (keys only, with the inputs that added
- * rows under them). Then, per noted key, each input's rows under it are read once, and every
+ * is stored, and the keys it was stored under are noted (with the inputs that added rows under
+ * them). Then, per noted key, each input's rows under it are read once (from memory for an
+ * input that had no rows before this batch, see [[MultiJoinStateManager]]), and every
  * combination with at least one new row is emitted exactly once: a new row of input i joins all
  * rows of the inputs before i and the earlier rows of the inputs after it. This is the N-way
  * delta join `dA join B join C + A' join dB join C + A' join B' join dC`, where primes are states
@@ -182,19 +183,21 @@ case class StreamingMultiJoinExec(
       s"$nodeName runs only inside a streaming query, which gives it its state info:\n$this"))
     metrics // created on the driver, before tasks refer to them
     val watermarks = SparkInternals.inputWatermarks(session, info)
+    val batchRowsMemory = MultiJoinConf.batchRowsMemory(conf)
     // Rows live in column families of their own; the store's default family stays empty.
     val defaultFamilySchema = StructType(Nil).add("unused", "int")
     new TaggedZipRDD(children.map(_.execute())).mapPartitionsWithStateStore(
       info, defaultFamilySchema, defaultFamilySchema,
       NoPrefixKeyStateEncoderSpec(defaultFamilySchema), session.sessionState,
       Some(SparkInternals.stateStoreCoordinator(session)), useColumnFamilies = true)(
-      processPartition(info, watermarks.map(_._1), watermarks.map(_._2)))
+      processPartition(info, watermarks.map(_._1), watermarks.map(_._2), batchRowsMemory))
   }
 
   private def processPartition(
       info: StatefulOperatorStateInfo,
       lateRowsWatermarkMs: Option[Long],
-      evictionWatermarkMs: Option[Long])(
+      evictionWatermarkMs: Option[Long],
+      batchRowsMemory: Long)(
       store: StateStore,
       taggedInput: Iterator[(Int, InternalRow)]): Iterator[InternalRow] = {
     val numOutputRows = longMetric("numOutputRows")
@@ -213,7 +216,7 @@ case class StreamingMultiJoinExec(
     val anchors = children.indices.filter(outerInputsOf(_).nonEmpty).toSet
     val state = new MultiJoinStateManager(
       store, keySchema, children.map(_.schema), ordinals, decidingInput.isDefined, anchors,
-      info.storeVersion)
+      info.storeVersion, batchRowsMemory)
     TaskContext.get().addTaskCompletionListener[Unit](_ => state.abortIfNotCommitted())
 
     val inputOutputs = children.map(_.output)

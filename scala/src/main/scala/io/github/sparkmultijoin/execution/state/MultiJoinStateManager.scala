@@ -33,8 +33,8 @@ import org.apache.spark.sql.types.{BooleanType, DataType, IntegerType, LongType,
  * over without clashing with stored rows.
  *
  * Besides the store, the manager notes the join keys this batch stores rows under (with the
- * inputs that added them), and keeps copies of the batch's rows in memory up to
- * [[BatchRowsMemoryBytes]]. An input that had no rows stored before this batch then has, under
+ * inputs that added them), and keeps copies of the batch's rows in memory, up to
+ * `batchRowsMemoryBytes` (estimated). An input that had no rows stored before this batch then has, under
  * any key, exactly the rows kept in memory, and they are read from there instead of the store:
  * in the first batch of a query (often its largest, a backlog) nothing is read back. Past the
  * bound the copies are dropped and every read goes to the store, as it would without them.
@@ -47,6 +47,7 @@ import org.apache.spark.sql.types.{BooleanType, DataType, IntegerType, LongType,
  * @param keyedInputs   the inputs whose rows are read with their keys (the anchors of LEFT
  *                      OUTER inputs, whose row keys address their matched bits)
  * @param batchId       the micro-batch being processed
+ * @param batchRowsMemoryBytes how much of the batch's rows to keep in memory
  */
 class MultiJoinStateManager(
     store: StateStore,
@@ -55,7 +56,8 @@ class MultiJoinStateManager(
     timeOrdinals: Seq[Option[Int]],
     hasOuterInputs: Boolean,
     keyedInputs: Set[Int],
-    batchId: Long) {
+    batchId: Long,
+    batchRowsMemoryBytes: Long) {
 
   import MultiJoinStateManager._
 
@@ -189,7 +191,7 @@ class MultiJoinStateManager(
         batchKey.rowKeys(input) += rowKey.copy()
         batchRowsBytes += rowKey.getSizeInBytes + ObjectOverheadBytes
       }
-      if (batchRowsBytes > BatchRowsMemoryBytes) dropBatchRowsInMemory()
+      if (batchRowsBytes > batchRowsMemoryBytes) dropBatchRowsInMemory()
     }
   }
 
@@ -291,12 +293,6 @@ object MultiJoinStateManager {
 
   // Spares the lookup behind every summoned ClassTag: rows are collected into arrays per key.
   implicit val unsafeRowTag: ClassTag[UnsafeRow] = ClassTag(classOf[UnsafeRow])
-
-  /**
-   * How much of a batch's rows one partition keeps in memory (estimated bytes), so that a large
-   * batch cannot exhaust the heap; past it, its rows are read back from the store.
-   */
-  val BatchRowsMemoryBytes: Long = 32L * 1024 * 1024
 
   // A rough per-row estimate of the JVM's object headers and references around a row's bytes.
   private val ObjectOverheadBytes = 48

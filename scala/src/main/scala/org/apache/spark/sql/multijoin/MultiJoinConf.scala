@@ -1,6 +1,7 @@
 package org.apache.spark.sql.multijoin
 
 import org.apache.spark.internal.config.ConfigEntry
+import org.apache.spark.network.util.ByteUnit
 import org.apache.spark.sql.internal.SQLConf
 
 /**
@@ -48,6 +49,17 @@ object MultiJoinConf {
     maxTables("multi-join.max-tables", MaxTablesDoc, Some("spark.multi-join.max-tables"))
       .createOptional
 
+  val BATCH_ROWS_MEMORY: ConfigEntry[Long] =
+    entry("multi-join.batch-rows-memory",
+      "How many bytes of a micro-batch's new rows one partition of a StreamingMultiJoin keeps " +
+        "in memory (estimated), so that joining them does not read them back from the state " +
+        "store. Past it, they are read back. Internal: tests set it low to take that path.",
+      alias = None)
+      .internal()
+      .bytesConf(ByteUnit.BYTE)
+      .checkValue(_ >= 0, "multi-join.batch-rows-memory must be a size of at least 0 bytes.")
+      .createWithDefaultString("32m")
+
   // The `spark.`-prefixed aliases are registered too, so that setting one is validated and an
   // error names the key that was set.
   private val aliases: Seq[ConfigEntry[_]] = Seq(
@@ -60,6 +72,8 @@ object MultiJoinConf {
   def enabled(conf: SQLConf): Boolean = conf.getConf(ENABLED)
 
   def maxTables(conf: SQLConf): Option[Int] = conf.getConf(MAX_TABLES)
+
+  def batchRowsMemory(conf: SQLConf): Long = conf.getConf(BATCH_ROWS_MEMORY)
 
   /** The README's configuration table (tests/test_readme.py keeps the README in step with it). */
   def markdownTable: String = {
@@ -78,5 +92,5 @@ object MultiJoinConf {
   }
 
   /** Registers the entries with SQLConf; called when the extension is installed. */
-  def register(): Unit = aliases.size
+  def register(): Unit = aliases.size + BATCH_ROWS_MEMORY.key.length
 }
