@@ -10,9 +10,9 @@ duration, state rows after the last batch (and their peak), and state bytes on d
 checkpoint.
 
 The floor: the same join as a batch query over all files, against the multi-join over all files
-in one trigger (the same work as one streaming query). A stateless streaming query over the same
-files, in the same micro-batches and in one trigger, shows what streaming costs before any join.
-These short runs are timed three times each (median).
+in one trigger (the same work as one streaming query), five runs of each, alternating (medians).
+A stateless streaming query over the same files, in the same micro-batches and in one trigger,
+shows what streaming costs before any join (median of three).
 
 It writes `results.json`, `results.md` (the README's table) and `state_and_batch_duration.png`
 (state rows and batch duration per batch, both modes) to --out. `--tiny` divides the data by
@@ -140,13 +140,14 @@ def streams(spark: SparkSession, workload: Workload, folder: Path,
             .json(str(folder / f"input{i}")) for i, schema in enumerate(workload.schemas)]
 
 
+def seconds(run: Callable[[], None]) -> float:
+    started = time.perf_counter()
+    run()
+    return time.perf_counter() - started
+
+
 def median_seconds(run: Callable[[], None], times: int = 3) -> float:
-    seconds = []
-    for _ in range(times):
-        started = time.perf_counter()
-        run()
-        seconds.append(time.perf_counter() - started)
-    return round(statistics.median(seconds), 2)
+    return round(statistics.median(seconds(run) for _ in range(times)), 2)
 
 
 def run_to_end(frame: DataFrame, checkpoint: Path) -> None:
@@ -194,21 +195,27 @@ def run_mode(spark: SparkSession, workload: Workload, folder: Path, enabled: boo
     }
 
 
-def batch_floor(spark: SparkSession, workload: Workload, folder: Path) -> float:
-    """Seconds for the same join as one batch query over all files (warm)."""
+def batch_query_and_one_trigger(spark: SparkSession, workload: Workload,
+                                folder: Path, times: int = 5) -> tuple[float, float]:
+    """Seconds for the same join as one batch query over all files (warm), and for the
+    multi-join streaming query over all files in one trigger: medians of runs that alternate,
+    so that both see the machine alike (a run of either varies by up to 2x here)."""
     tables = [spark.read.schema(schema).json(str(folder / f"input{i}"))
               for i, schema in enumerate(workload.schemas)]
-    workload.query(tables).write.format("noop").mode("overwrite").save()  # warm-up
-    return median_seconds(
-        lambda: workload.query(tables).write.format("noop").mode("overwrite").save())
-
-
-def multi_join_one_trigger(spark: SparkSession, workload: Workload, folder: Path) -> float:
-    """Seconds for the multi-join streaming query over all files in one trigger."""
     multi_join(spark).enabled = True
     files = len(workload.batches[0])
-    return median_seconds(lambda: run_to_end(
-        workload.query(streams(spark, workload, folder, files)), folder / "checkpoint_one"))
+
+    def batch_query() -> None:
+        workload.query(tables).write.format("noop").mode("overwrite").save()
+
+    def one_trigger() -> None:
+        run_to_end(workload.query(streams(spark, workload, folder, files)),
+                   folder / "checkpoint_one")
+
+    batch_query()  # warm-up
+    runs = [(seconds(batch_query), seconds(one_trigger)) for _ in range(times)]
+    return (round(statistics.median(batch for batch, _ in runs), 2),
+            round(statistics.median(one for _, one in runs), 2))
 
 
 def streaming_floor(spark: SparkSession, workload: Workload, folder: Path,
@@ -328,8 +335,9 @@ def main() -> None:
             print(f"\r    {mode:<10} {result[mode]['wall_seconds']:>7.1f} s, "
                   f"{result[mode]['output_rows']} output rows, "
                   f"{result[mode]['state_rows_peak']} peak state rows", flush=True)
-        result["batch_query_seconds"] = batch_floor(spark, workload, folder)
-        result["multi_join_one_trigger_seconds"] = multi_join_one_trigger(spark, workload, folder)
+        (result["batch_query_seconds"],
+         result["multi_join_one_trigger_seconds"]) = batch_query_and_one_trigger(
+            spark, workload, folder)
         result["streaming_floor_seconds"] = streaming_floor(spark, workload, folder)
         result["streaming_floor_one_trigger_seconds"] = streaming_floor(
             spark, workload, folder, files_per_trigger=len(workload.batches[0]))
