@@ -6,8 +6,10 @@ import io.github.sparkmultijoin.execution.StreamingMultiJoinHelper.{conjuncts, p
 import org.scalatest.funsuite.AnyFunSuite
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Add, And, AttributeReference, EqualTo, GreaterThan, Literal, Not, Remainder, UnsafeProjection, UnsafeRow}
-import org.apache.spark.sql.types.{DataType, IntegerType}
+import org.apache.spark.sql.catalyst.expressions.{Add, And, AttributeReference, EqualTo, GenericInternalRow, GreaterThan, JoinedRow, Literal, Not, Remainder, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.types.DataTypeUtils
+import org.apache.spark.sql.types.{BinaryType, DataType, IntegerType, StringType, StructType}
+import org.apache.spark.unsafe.types.UTF8String
 
 class StreamingMultiJoinHelperSuite extends AnyFunSuite {
 
@@ -84,6 +86,44 @@ class StreamingMultiJoinHelperSuite extends AnyFunSuite {
       }
       assert(produced.sortBy(_.mkString(",")) == expected.sortBy(_.mkString(",")),
         s"trial $trial: n=$n new=$newInput stored=$stored")
+    }
+  }
+
+  test("bound rows read as the inputs' rows joined, variable-length and null columns too") {
+    val random = new Random(7)
+    val schemas = (0 until 4).map { i =>
+      new StructType().add(s"k$i", IntegerType).add(s"s$i", StringType).add(s"b$i", BinaryType)
+    }
+    val output = schemas.flatMap(DataTypeUtils.toAttributes)
+    val project = UnsafeProjection.create(output, output)
+    val toRows = schemas.map(schema => UnsafeProjection.create(schema))
+    def maybeNull(value: => Any): Any = if (random.nextInt(4) == 0) null else value
+    def randomRow(input: Int): UnsafeRow = toRows(input)(InternalRow(maybeNull(random.nextInt()),
+      maybeNull(UTF8String.fromString(random.alphanumeric.take(random.nextInt(20)).mkString)),
+      maybeNull(Array.fill(random.nextInt(12))(random.nextInt(256).toByte)))).copy()
+    val bound = new BoundRows(schemas.map(_.length))
+    (1 to 200).foreach { trial =>
+      val rows = schemas.indices.map { input =>
+        if (random.nextInt(5) == 0) {
+          bound.clear(input)
+          new GenericInternalRow(schemas(input).length)
+        } else {
+          val row = randomRow(input)
+          bound.bind(input, row)
+          row
+        }
+      }
+      val joined = rows.reduceLeft[InternalRow](new JoinedRow(_, _))
+      val expected = project(joined).copy()
+      assert(project(bound.row) == expected, s"trial $trial")
+      // A copy keeps the values bound now.
+      def values(row: InternalRow) = row.toSeq(output.map(_.dataType)).map {
+        case bytes: Array[Byte] => bytes.toSeq
+        case value => value
+      }
+      val copied = bound.row.copy()
+      schemas.indices.foreach(bound.clear)
+      assert(values(copied) == values(joined), s"trial $trial")
     }
   }
 }
