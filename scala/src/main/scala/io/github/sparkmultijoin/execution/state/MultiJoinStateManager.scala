@@ -33,11 +33,11 @@ import org.apache.spark.sql.types.{BooleanType, DataType, IntegerType, LongType,
  * over without clashing with stored rows.
  *
  * Besides the store, the manager notes the join keys this batch stores rows under (with the
- * inputs that added them), and keeps copies of the batch's rows in memory, up to
- * `batchRowsMemoryBytes` (estimated). An input that had no rows stored before this batch then has, under
- * any key, exactly the rows kept in memory, and they are read from there instead of the store:
- * in the first batch of a query (often its largest, a backlog) nothing is read back. Past the
- * bound the copies are dropped and every read goes to the store, as it would without them.
+ * inputs that added them). An input that had no rows stored before this batch has, under any
+ * key, exactly the rows this batch adds: the manager keeps copies of those in memory, up to
+ * `batchRowsMemoryBytes` (estimated), and reads them from there instead of the store. In the
+ * first batch of a query (often its largest, a backlog) nothing is read back. Past the bound
+ * the copies are dropped and every read goes to the store, as it would without them.
  *
  * @param store         the partition's state store, opened with column families
  * @param keySchema     the join key's schema, the same for all inputs
@@ -180,7 +180,7 @@ class MultiJoinStateManager(
       batchRowsBytes += key.getSizeInBytes + ObjectOverheadBytes
     }
     batchKey.inputs |= 1L << input
-    if (batchRowsInMemory) {
+    if (batchRowsInMemory && inputInMemory(input)) {
       if (batchKey.rows(input) == null) {
         batchKey.rows(input) = ArrayBuffer.empty
         if (keyedInputs(input)) batchKey.rowKeys(input) = ArrayBuffer.empty
