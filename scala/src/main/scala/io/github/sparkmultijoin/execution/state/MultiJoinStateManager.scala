@@ -108,6 +108,8 @@ class MultiJoinStateManager(
   private var batchRowsInMemory = true
   private var batchRowsBytes = 0L
 
+  private def readsFromMemory(input: Int): Boolean = batchRowsInMemory && inputInMemory(input)
+
   /** The join keys this batch stored rows under, each with the inputs that added them (a mask). */
   def keysAdded: Iterator[(UnsafeRow, Long)] =
     batchKeys.entrySet.iterator.asScala.map(entry => (entry.getKey, entry.getValue.inputs))
@@ -117,7 +119,7 @@ class MultiJoinStateManager(
    * held; with their keys in the input's family when it is a keyed input.
    */
   def rowsUnder(input: Int, key: UnsafeRow): KeyRows =
-    if (batchRowsInMemory && inputInMemory(input)) {
+    if (readsFromMemory(input)) {
       rowsInMemory(input, key)
     } else {
       rowsInStore(input, key)
@@ -180,7 +182,7 @@ class MultiJoinStateManager(
       batchRowsBytes += key.getSizeInBytes + ObjectOverheadBytes
     }
     batchKey.inputs |= 1L << input
-    if (batchRowsInMemory && inputInMemory(input)) {
+    if (readsFromMemory(input)) {
       if (batchKey.rows(input) == null) {
         batchKey.rows(input) = ArrayBuffer.empty
         if (keyedInputs(input)) batchKey.rowKeys(input) = ArrayBuffer.empty
