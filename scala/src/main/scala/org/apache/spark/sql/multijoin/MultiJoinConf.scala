@@ -92,5 +92,5 @@ object MultiJoinConf {
   }
 
   /** Registers the entries with SQLConf; called when the extension is installed. */
-  def register(): Unit = aliases.size + BATCH_ROWS_MEMORY.key.length
+  def register(): Unit = aliases.size
 }
