@@ -8,12 +8,13 @@ their own null-padded rows are the one part of the batch answer a stream does no
 from __future__ import annotations
 
 import random
+from datetime import timedelta
 
 import pytest
 from pyspark.sql import functions as F
 
-from streaming_joins import batch_rows, explain, run_stream, session_conf
-from test_time_bounded import DELAY, bounded_chain, timed_inputs
+from streaming_joins import Inputs, batch_rows, explain, run_stream, session_conf
+from test_time_bounded import DELAY, START, bounded_chain, timed_inputs, timestamp
 
 FAR_KEY_OF_INPUT_0 = 1000
 
@@ -84,6 +85,32 @@ def test_right_outer_join_is_a_swapped_left_outer_join(spark, tmp_path):
     assert multi.multi_join_count == 1, multi.plan
     assert any(None in row for row in expected)
     assert multi.rows == expected
+
+
+def test_on_clause_reading_a_padded_input_key_matches_the_batch_query(spark, tmp_path):
+    """Regression: c's ON clause equates c.k to b.k, which is null where b is padded, so an `a`
+    row no b row matches joins no c row either: (a, null, null), never (a, null, c)."""
+    inputs = Inputs(tmp_path / "inputs", [f"k{i} int, v{i} int, t{i} timestamp"
+                                          for i in range(3)])
+    at_seconds = [0, 30, 5]  # b outside a's window of +-10 s, c inside a's window of [0, 20 s]
+    for i, seconds in enumerate(at_seconds):
+        inputs.batches.append([[{f"k{i}": 1, f"v{i}": i, f"t{i}": timestamp(seconds)}]] + [
+            [{f"k{i}": 1000 + i, f"v{i}": 0, f"t{i}": timestamp(far)}]
+            for far in (10 ** 6, 10 ** 6 + 1)])
+    inputs.write()
+
+    def build(frames):
+        a, b, c = [frame.withWatermark(f"t{i}", DELAY) for i, frame in enumerate(frames)]
+        a_b = a.join(b, F.expr("k0 = k1 AND t1 BETWEEN t0 - INTERVAL 10 SECONDS AND "
+                               "t0 + INTERVAL 10 SECONDS"), "left_outer").drop("t1")
+        return a_b.join(c, F.expr("k2 = k1 AND t2 BETWEEN t0 AND t0 + INTERVAL 20 SECONDS"),
+                        "left_outer")
+
+    expected = without_far_anchor_rows(batch_rows(spark, inputs, build))
+    assert (1, 0, START + timedelta(seconds=0), None, None, None, None, None) in expected
+    multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
+    assert multi.multi_join_count == 0, "falls back until ON clauses may read outer inputs"
+    assert without_far_anchor_rows(multi.rows) == expected
 
 
 def test_shapes_a_multi_join_cannot_run_stay_with_spark(spark, tmp_path):

@@ -285,13 +285,15 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
     }
     val deciding = inputs.indices.find(!outer(_)).get
     val anchors = outerInputs.map { outerInput =>
-      val partners = conjuncts.collect {
-        case Conjunct(expression, Some(`outerInput`)) if !isKeyEquality(expression) =>
-          inputsOf(expression) - outerInput
-      }.flatten.toSet
-      if (partners.exists(outer)) {
-        return Left("an ON clause uses the null-padded side of another outer join")
+      val onClause = conjuncts.filter(_.outerInput.contains(outerInput)).map(_.expression)
+      // A key equality too: `c.k = b.k` with b padded is null, so c matches nothing there, while
+      // the shared key the multi-join enforces would still join c to the other inputs.
+      if (onClause.exists(expression => (inputsOf(expression) - outerInput).exists(outer))) {
+        return Left(s"the ON clause of ${describe(inputs(outerInput))} uses the null-padded " +
+          "side of another outer join")
       }
+      val partners = onClause.filterNot(isKeyEquality)
+        .flatMap(expression => inputsOf(expression) - outerInput).toSet
       if (partners.size > 1) {
         return Left(s"the ON clause of ${describe(inputs(outerInput))} uses more than one " +
           "inner input; the multi-join keeps matches per row of one")
