@@ -41,6 +41,11 @@ from pyspark.sql import functions as F
 
 from spark_multijoin import configure_spark_with_multijoin, multi_join
 
+# The test suite's one writer of input files and its chain builder serve the benchmark too.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from support.data import Inputs  # noqa: E402
+from support.generators import join_on_k  # noqa: E402
+
 START = datetime(2026, 1, 1)
 
 
@@ -56,13 +61,6 @@ class Workload:
     @property
     def input_rows(self) -> int:
         return sum(len(batch) for batches in self.batches for batch in batches)
-
-
-def join_on_k(frames: list[DataFrame]) -> DataFrame:
-    joined = frames[0]
-    for frame in frames[1:]:
-        joined = joined.join(frame, "k")
-    return joined
 
 
 def keyed(name: str, description: str, rows_per_key: list[int], keys: int,
@@ -126,19 +124,14 @@ def workloads(names: list[str], shrink: int) -> list[Workload]:
     return chosen
 
 
-def write_inputs(workload: Workload, folder: Path) -> None:
-    for i, batches in enumerate(workload.batches):
-        (folder / f"input{i}").mkdir(parents=True, exist_ok=True)
-        for b, rows in enumerate(batches):
-            path = folder / f"input{i}" / f"batch{b:04d}.json"
-            path.write_text("".join(json.dumps(row) + "\n" for row in rows))
-            os.utime(path, (1_700_000_000 + b,) * 2)  # the file source reads by mtime
+def inputs(workload: Workload, folder: Path) -> Inputs:
+    """The workload's input files under `folder` (one per input and micro-batch)."""
+    return Inputs(folder, workload.schemas, workload.batches)
 
 
 def streams(spark: SparkSession, workload: Workload, folder: Path,
             files_per_trigger: int = 1) -> list[DataFrame]:
-    return [spark.readStream.schema(schema).option("maxFilesPerTrigger", files_per_trigger)
-            .json(str(folder / f"input{i}")) for i, schema in enumerate(workload.schemas)]
+    return inputs(workload, folder).streams(spark, files_per_trigger)
 
 
 def seconds(run: Callable[[], None]) -> float:
@@ -201,8 +194,7 @@ def batch_query_and_one_trigger(spark: SparkSession, workload: Workload,
     """Seconds for the same join as one batch query over all files (warm), and for the
     multi-join streaming query over all files in one trigger: medians of runs that alternate,
     so that both see the machine alike (a run of either varies by up to 2x here)."""
-    tables = [spark.read.schema(schema).json(str(folder / f"input{i}"))
-              for i, schema in enumerate(workload.schemas)]
+    tables = inputs(workload, folder).tables(spark)
     multi_join(spark).enabled = True
     files = len(workload.batches[0])
 
@@ -324,14 +316,14 @@ def main() -> None:
 
     # Both modes once on tiny data first, so that neither pays for warming up the JVM.
     warm_up = workloads(["fanout"], shrink=50)[0]
-    write_inputs(warm_up, args.work / "warm_up")
+    inputs(warm_up, args.work / "warm_up").write()
     for enabled in (False, True):
         run_mode(spark, warm_up, args.work / "warm_up", enabled)
 
     results = []
     for index, workload in enumerate(chosen, start=1):
         folder = args.work / workload.name
-        write_inputs(workload, folder)
+        inputs(workload, folder).write()
         print(f"[{index}/{len(chosen)}] {workload.name}: {workload.description}, "
               f"{workload.input_rows} input rows", flush=True)
         result = {"workload": workload.name, "description": workload.description,

@@ -15,7 +15,7 @@ from spark_multijoin import configure_spark_with_multijoin
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from config_table import BEGIN, END, generated_table  # noqa: E402
+from support.readme_table import BEGIN, END, generated_table  # noqa: E402
 
 
 def main() -> None:

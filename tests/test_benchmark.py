@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCHMARK = Path(__file__).resolve().parent.parent / "scripts" / "benchmark.py"
 
 
+@pytest.mark.slow
 def test_benchmark_runs_both_modes_and_writes_its_results(tmp_path):
     run = subprocess.run(
         [sys.executable, str(BENCHMARK), "--tiny", "--workloads", "fanout,time_bounded",

@@ -11,6 +11,7 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("example, expected", [
     ("orders_pipeline.py", "same rows: True"),
     ("time_bounded_orders.py", "same rows: True"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from config_table import BEGIN, END, generated_table
+from support.readme_table import BEGIN, END, generated_table
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

@@ -1,20 +1,23 @@
 """LEFT and RIGHT OUTER multi-joins: null-padded rows exactly when a row never matches.
 
-Inputs are those of test_time_bounded (event times growing batch by batch, then two far-future
-batches that join nothing). The far-future rows of input 0 are never evicted within a run, so
-their own null-padded rows are the one part of the batch answer a stream does not emit yet.
+Inputs have event times growing batch by batch, then two far-future batches that join nothing
+(support.generators.timed_inputs). The far-future rows of input 0 are never evicted within a
+run, so their own null-padded rows are the one part of the batch answer a stream does not emit
+yet.
 """
 
 from __future__ import annotations
 
 import random
-from datetime import timedelta
 
 import pytest
 from pyspark.sql import functions as F
 
-from streaming_joins import Inputs, batch_rows, explain, run_stream, session_conf
-from test_time_bounded import DELAY, START, bounded_chain, timed_inputs, timestamp
+from spark_multijoin._config import ENABLED_KEY
+from support.data import Inputs, timestamp, timestamp_value
+from support.generators import (DELAY, FAR_FUTURE_SECONDS, bounded_chain, random_bounds,
+                                timed_inputs)
+from support.runs import batch_rows, explain, run_chain_and_multi, run_stream, session_conf
 
 FAR_KEY_OF_INPUT_0 = 1000
 
@@ -34,17 +37,16 @@ def test_random_mixed_inner_and_left_outer_chain(spark, tmp_path, seed):
     # Every input is bounded by an earlier inner input: outer inputs too, so that they are
     # often joined to different inner inputs.
     parents = [0] + [rng.choice([i for i in inner if i < j]) for j in range(1, n_inputs)]
-    bounds = [(0, 0)] + [(rng.choice([0, 15, 40]), rng.choice([10, 30, 60]))
-                         for _ in range(1, n_inputs)]
+    bounds = random_bounds(rng, n_inputs, lows=[0, 15, 40], highs=[10, 30, 60])
     inputs = timed_inputs(tmp_path / "inputs", rng, n_inputs, n_batches=rng.randint(3, 5),
                           rows_per_batch=6, n_keys=5)
     build = bounded_chain(parents, bounds, kinds=kinds)
     description = f"kinds={kinds} parents={parents} bounds={bounds}"
 
     # Odd seeds keep few of a micro-batch's rows in memory, and read the rest back from state.
-    with session_conf(spark, batch_rows_memory="32m" if seed % 2 == 0 else "300b"):
-        multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on",
-                           shuffle_partitions=rng.choice([1, 3]))
+    multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on",
+                       shuffle_partitions=rng.choice([1, 3]),
+                       batch_rows_memory="32m" if seed % 2 == 0 else "300b")
     expected = without_far_anchor_rows(batch_rows(spark, inputs, build))
     padded = sum(n for row, n in expected.items() if None in row)
     assert padded > 0, "the data should leave some rows unmatched: " + description
@@ -58,8 +60,7 @@ def test_left_outer_star_matches_spark_chain(spark, tmp_path):
                           rows_per_batch=6, n_keys=5)
     build = bounded_chain([0, 0, 0, 0], [(0, 0), (20, 20), (10, 40), (0, 30)], drop_times=True,
                           kinds=["inner", "left_outer", "left_outer", "left_outer"])
-    chain = run_stream(spark, inputs, build, enabled=False, checkpoint=tmp_path / "off")
-    multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
+    chain, multi = run_chain_and_multi(spark, inputs, build, tmp_path)
     expected = without_far_anchor_rows(batch_rows(spark, inputs, build))
     assert multi.rows == expected
     assert without_far_anchor_rows(chain.rows) == expected
@@ -96,7 +97,7 @@ def test_on_clause_reading_a_padded_input_key_matches_the_batch_query(spark, tmp
     for i, seconds in enumerate(at_seconds):
         inputs.batches.append([[{f"k{i}": 1, f"v{i}": i, f"t{i}": timestamp(seconds)}]] + [
             [{f"k{i}": 1000 + i, f"v{i}": 0, f"t{i}": timestamp(far)}]
-            for far in (10 ** 6, 10 ** 6 + 1)])
+            for far in (FAR_FUTURE_SECONDS, FAR_FUTURE_SECONDS + 1)])
     inputs.write()
 
     def build(frames):
@@ -107,7 +108,7 @@ def test_on_clause_reading_a_padded_input_key_matches_the_batch_query(spark, tmp
                         "left_outer")
 
     expected = without_far_anchor_rows(batch_rows(spark, inputs, build))
-    assert (1, 0, START + timedelta(seconds=0), None, None, None, None, None) in expected
+    assert (1, 0, timestamp_value(0), None, None, None, None, None) in expected, expected
     multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
     assert multi.multi_join_count == 0, "falls back until ON clauses may read outer inputs"
     assert without_far_anchor_rows(multi.rows) == expected
@@ -131,7 +132,7 @@ def test_shapes_a_multi_join_cannot_run_stay_with_spark(spark, tmp_path):
     # LEFT OUTER joins without time bounds on every input.
     unbounded = frames[0].join(frames[1], F.col("k0") == F.col("k1"), "left_outer").join(
         frames[2], on(2, 0), "left_outer")
-    with session_conf(spark, enabled=True):
+    with session_conf(spark, {ENABLED_KEY: True}):
         for query in (padded_side_used, full_outer, unbounded):
             assert "StreamingMultiJoin" not in plan_or_spark_error(query)
 

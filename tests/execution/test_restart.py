@@ -7,31 +7,13 @@ from collections import Counter
 
 import pytest
 from pyspark.errors import StreamingQueryException
-from pyspark.sql import SparkSession
 
-from streaming_joins import Inputs, batch_rows, session_conf
+from support.data import Inputs
+from support.generators import join_on_k
+from support.runs import batch_rows, run_to_parquet
 
 N_INPUTS = 4
 N_BATCHES = 6
-
-
-def join_on_k(frames):
-    joined = frames[0]
-    for frame in frames[1:]:
-        joined = joined.join(frame, "k")
-    return joined
-
-
-def run_to_end(spark: SparkSession, inputs: Inputs, checkpoint, output, enabled: bool):
-    """Processes every input file present, into a parquet sink (the memory sink cannot resume)."""
-    with session_conf(spark, enabled=enabled):
-        query = (join_on_k(inputs.streams(spark)).writeStream.format("parquet")
-                 .option("path", str(output)).option("checkpointLocation", str(checkpoint))
-                 .trigger(availableNow=True).start())
-    query.awaitTermination()
-    progress = query.lastProgress
-    query.stop()
-    return progress
 
 
 def test_restart_resumes_with_state(spark, tmp_path):
@@ -40,26 +22,30 @@ def test_restart_resumes_with_state(spark, tmp_path):
     batches = [[[{"k": rng.randrange(6), f"v{i}": rng.randrange(100)} for _ in range(5)]
                 for _ in range(N_BATCHES)] for i in range(N_INPUTS)]
 
+    def run(checkpoint, output, enabled):
+        return run_to_parquet(spark, inputs, join_on_k, enabled=enabled,
+                              checkpoint=tmp_path / checkpoint, output=tmp_path / output)
+
     # Interrupted run: the first half of the batches, stop, then the rest from the checkpoint.
     for i in range(N_INPUTS):
         for b in range(N_BATCHES // 2):
             inputs.write_batch(i, b, batches[i][b])
-    run_to_end(spark, inputs, tmp_path / "ckpt", tmp_path / "out", enabled=True)
+    run("ckpt", "out", enabled=True)
     for i in range(N_INPUTS):
         for b in range(N_BATCHES // 2, N_BATCHES):
             inputs.write_batch(i, b, batches[i][b])
-    progress = run_to_end(spark, inputs, tmp_path / "ckpt", tmp_path / "out", enabled=True)
+    progress = run("ckpt", "out", enabled=True)
     inputs.batches = batches
 
     # Uninterrupted run of Spark's own chain over all batches.
-    run_to_end(spark, inputs, tmp_path / "chain_ckpt", tmp_path / "chain_out", enabled=False)
+    run("chain_ckpt", "chain_out", enabled=False)
 
     def read(folder):
-        return Counter(map(tuple, spark.read.parquet(str(folder)).select(
+        return Counter(map(tuple, spark.read.parquet(str(tmp_path / folder)).select(
             "k", *[f"v{i}" for i in range(N_INPUTS)]).collect()))
 
-    resumed = read(tmp_path / "out")
-    assert resumed == read(tmp_path / "chain_out") == batch_rows(spark, inputs, join_on_k)
+    resumed = read("out")
+    assert resumed == read("chain_out") == batch_rows(spark, inputs, join_on_k)
     assert resumed, "the data should join"
     multi_join_state = [entry for entry in progress["stateOperators"]
                         if entry["operatorName"] == "multiJoin"]
@@ -74,9 +60,11 @@ def test_restart_with_multi_join_toggled_is_refused(spark, tmp_path, first, then
     inputs = Inputs(tmp_path / "inputs", [f"k int, v{i} int" for i in range(3)])
     for i in range(3):
         inputs.write_batch(i, 0, [{"k": rng.randrange(3), f"v{i}": 0} for _ in range(4)])
-    run_to_end(spark, inputs, tmp_path / "ckpt", tmp_path / "out", enabled=first)
+    run_to_parquet(spark, inputs, join_on_k, enabled=first, checkpoint=tmp_path / "ckpt",
+                   output=tmp_path / "out")
     for i in range(3):
         inputs.write_batch(i, 1, [{"k": rng.randrange(3), f"v{i}": 1} for _ in range(4)])
     with pytest.raises(StreamingQueryException,
                        match="STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA"):
-        run_to_end(spark, inputs, tmp_path / "ckpt", tmp_path / "out", enabled=then)
+        run_to_parquet(spark, inputs, join_on_k, enabled=then, checkpoint=tmp_path / "ckpt",
+                       output=tmp_path / "out")

@@ -7,10 +7,14 @@ import random
 import pytest
 from pyspark.sql import functions as F
 
-from random_chains import build_chain, random_inputs, random_shape
-from streaming_joins import Inputs, batch_rows, run_stream, session_conf
+from support.data import Inputs
+from support.generators import build_chain, join_on_k, random_inputs, random_shape
+from support.runs import batch_rows, run_chain_and_multi
 
-SEEDS = range(12)
+# Per seed, how the multi-join takes the files (a micro-batch each, or all in one) and how much
+# of a micro-batch's rows it keeps in memory: all of them, or a few hundred bytes' worth (past
+# which they are dropped after some keys and read back from the state store).
+READ_MODES = [(1, "32m"), (100, "32m"), (100, "300b"), (1, "300b")]
 
 
 def random_chain(spark, tmp_path, seed):
@@ -28,19 +32,23 @@ def random_chain(spark, tmp_path, seed):
     return shape, build, inputs, expected
 
 
-@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("seed", range(12))
 def test_random_chain_matches_spark_chain_and_batch(spark, tmp_path, seed):
     shape, build, inputs, expected = random_chain(spark, tmp_path, seed)
+    files_per_trigger, batch_rows_memory = READ_MODES[seed % len(READ_MODES)]
+    description = f"{shape.describe()}, files per trigger {files_per_trigger}, " \
+                  f"batch rows memory {batch_rows_memory}"
 
-    chain = run_stream(spark, inputs, build, enabled=False, checkpoint=tmp_path / "off",
-                       shuffle_partitions=shape.shuffle_partitions)
-    multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on",
-                       shuffle_partitions=shape.shuffle_partitions)
+    chain, multi = run_chain_and_multi(
+        spark, inputs, build, tmp_path, shuffle_partitions=shape.shuffle_partitions,
+        files_per_trigger=files_per_trigger, batch_rows_memory=batch_rows_memory)
 
-    assert expected, "no random data joined: " + shape.describe()
-    assert multi.rows == chain.rows == expected, shape.describe()
+    assert expected, "no random data joined: " + description
+    assert multi.rows == chain.rows == expected, description
     assert chain.multi_join_count == 0 and chain.symmetric_join_count == shape.n_inputs - 1
     assert multi.multi_join_count == 1 and multi.symmetric_join_count == 0, multi.plan
+    if files_per_trigger > 1:
+        assert len(multi.progress) == 1, "all files in one micro-batch"
 
     # The state holds the input rows whose key has no null component, and nothing else.
     key_columns = ["k", "g"] if shape.composite_key else ["k"]
@@ -48,20 +56,6 @@ def test_random_chain_matches_spark_chain_and_batch(spark, tmp_path, seed):
         all(row[f"{column}{i}"] is not None for column in key_columns)
         for i, batches in enumerate(inputs.batches) for batch in batches for row in batch)
     assert multi.state_rows("multiJoin") == [stored]
-
-
-@pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("batch_rows_memory", ["32m", "300b"])
-def test_random_chain_in_one_micro_batch(spark, tmp_path, seed, batch_rows_memory):
-    """All rows in one micro-batch: joined from memory, or past a small bound (a few hundred
-    bytes, passed after some keys) read back from the state store."""
-    shape, build, inputs, expected = random_chain(spark, tmp_path, seed)
-    with session_conf(spark, batch_rows_memory=batch_rows_memory):
-        multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on",
-                           shuffle_partitions=shape.shuffle_partitions, files_per_trigger=100)
-    assert expected, "no random data joined: " + shape.describe()
-    assert multi.multi_join_count == 1 and len(multi.progress) == 1, multi.plan
-    assert multi.rows == expected, shape.describe()
 
 
 def test_fan_out_state_is_the_input_rows(spark, tmp_path):
@@ -73,15 +67,8 @@ def test_fan_out_state_is_the_input_rows(spark, tmp_path):
         inputs.batches.append([rows[: len(rows) // 2], rows[len(rows) // 2:]])
     inputs.write()
 
-    def build(frames):
-        joined = frames[0]
-        for frame in frames[1:]:
-            joined = joined.join(frame, "k")
-        return joined
-
-    chain = run_stream(spark, inputs, build, enabled=False, checkpoint=tmp_path / "off")
-    multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
-    assert multi.rows == chain.rows == batch_rows(spark, inputs, build)
+    chain, multi = run_chain_and_multi(spark, inputs, join_on_k, tmp_path)
+    assert multi.rows == chain.rows == batch_rows(spark, inputs, join_on_k)
     input_rows = 20 * sum(fan_outs)
     assert multi.state_rows("multiJoin") == [input_rows]
     assert sum(chain.state_rows("symmetricHashJoin")) > 5 * input_rows
@@ -104,8 +91,7 @@ def test_condition_on_keys_of_one_input_and_composite_keys(spark, tmp_path):
         return (a.join(b, (F.col("k") == F.col("k2")) & (F.col("k2") == F.col("j")))
                 .join(c, F.col("j") == F.col("k3")))
 
-    chain = run_stream(spark, inputs, build, enabled=False, checkpoint=tmp_path / "off")
-    multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
+    chain, multi = run_chain_and_multi(spark, inputs, build, tmp_path)
     assert multi.rows == chain.rows == batch_rows(spark, inputs, build)
     assert sum(multi.rows.values()) > 0
     assert multi.multi_join_count == 1

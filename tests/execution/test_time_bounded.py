@@ -3,80 +3,32 @@
 Event times grow batch by batch and stay within the watermark delay, so no row is late unless a
 test makes it so; two final batches of far-future rows that join nothing push the watermark past
 everything, after which the streaming answer must equal the batch answer and the state must hold
-only those far-future rows.
+only those far-future rows (see support.generators.timed_inputs).
 """
 
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta
+from collections import Counter
 
 import pytest
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import functions as F
 
-from streaming_joins import Inputs, batch_rows, run_stream, session_conf
-
-START = datetime(2026, 1, 1)
-BATCH_SECONDS = 60
-DELAY = "70 seconds"
-
-
-def timestamp(seconds: float) -> str:
-    return (START + timedelta(seconds=seconds)).isoformat()
-
-
-def timed_inputs(root, rng: random.Random, n_inputs: int, n_batches: int, rows_per_batch: int = 8,
-                 n_keys: int = 4) -> Inputs:
-    inputs = Inputs(root, [f"k{i} int, v{i} int, t{i} timestamp" for i in range(n_inputs)])
-    for i in range(n_inputs):
-        batches = []
-        for b in range(n_batches):
-            batches.append([{f"k{i}": rng.randrange(n_keys), f"v{i}": rng.randrange(10),
-                             f"t{i}": timestamp(b * BATCH_SECONDS + rng.uniform(0, BATCH_SECONDS))}
-                            for _ in range(rows_per_batch)])
-        # Two far-future batches that join nothing (a key of their own per input): they move
-        # the watermark past every earlier row.
-        for far in (10 ** 6, 10 ** 6 + 1):
-            batches.append([{f"k{i}": 1000 + i, f"v{i}": 0, f"t{i}": timestamp(far)}])
-        inputs.batches.append(batches)
-    inputs.write()
-    return inputs
-
-
-def bounded_chain(parents: list[int], bounds: list[tuple[int, int]], drop_times: bool = False,
-                  kinds: list[str] | None = None):
-    """Input j joins input parents[j] on k, with t_j within [t_p - lo, t_p + hi] seconds, as
-    kinds[j] ("inner", the default, or "left_outer").
-
-    With `drop_times` (a star: every parent is input 0), t_j is dropped right after its join:
-    the only shape Spark's chain runs, as it allows one event-time column into a stateful
-    operator.
-    """
-
-    def build(frames):
-        frames = [frame.withWatermark(f"t{i}", DELAY) for i, frame in enumerate(frames)]
-        joined = frames[0]
-        for j in range(1, len(frames)):
-            p = parents[j]
-            lo, hi = bounds[j]
-            joined = joined.join(frames[j], (F.col(f"k{p}") == F.col(f"k{j}")) & F.expr(
-                f"t{j} BETWEEN t{p} - INTERVAL {lo} SECONDS AND t{p} + INTERVAL {hi} SECONDS"),
-                kinds[j] if kinds else "inner")
-            if drop_times:
-                joined = joined.drop(f"t{j}")
-        return joined
-
-    return build
+from support.data import Inputs, timestamp, timestamp_value
+from support.generators import FAR_FUTURE_SECONDS, bounded_chain, random_bounds, timed_inputs
+from support.runs import batch_rows, run_chain_and_multi, run_stream, start_stream
 
 
 def test_general_shape_fails_in_spark_and_runs_here(spark, tmp_path):
     """b is bounded by a, c by b: Spark's chain rejects it, the multi-join matches the batch."""
     inputs = timed_inputs(tmp_path / "inputs", random.Random(5), 3, n_batches=4)
     build = bounded_chain(parents=[0, 0, 1], bounds=[(0, 0), (30, 60), (20, 40)])
+    chain = start_stream(spark, inputs, build, enabled=False, checkpoint=tmp_path / "off")
+    multi = start_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
     with pytest.raises(StreamingQueryException, match="MULTIPLE_EVENT_TIME_COLUMNS"):
-        run_stream(spark, inputs, build, enabled=False, checkpoint=tmp_path / "off")
-    multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
+        chain.finish()
+    multi = multi.finish()
     expected = batch_rows(spark, inputs, build)
     assert expected and multi.rows == expected
     assert multi.multi_join_count == 1
@@ -89,23 +41,24 @@ def test_random_time_bounded_chain(spark, tmp_path, seed):
     n_inputs = 3 + seed % 4
     star = seed % 2 == 0
     parents = [0] + [0 if star else rng.randrange(j) for j in range(1, n_inputs)]
-    bounds = [(0, 0)] + [(rng.choice([0, 20, 60]), rng.choice([10, 45, 90]))
-                         for _ in range(1, n_inputs)]
+    bounds = random_bounds(rng, n_inputs, lows=[0, 20, 60], highs=[10, 45, 90])
     inputs = timed_inputs(tmp_path / "inputs", rng, n_inputs, n_batches=rng.randint(3, 5))
     build = bounded_chain(parents, bounds, drop_times=star)
     description = f"parents={parents} bounds={bounds}"
 
     # Seeds 2, 3, 6, 7 keep few of a micro-batch's rows in memory, reading the rest from state.
-    with session_conf(spark, batch_rows_memory="300b" if seed % 4 >= 2 else "32m"):
-        multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on",
-                           shuffle_partitions=rng.choice([1, 3]))
+    multi = start_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on",
+                         shuffle_partitions=rng.choice([1, 3]),
+                         batch_rows_memory="300b" if seed % 4 >= 2 else "32m")
+    chain = start_stream(spark, inputs, build, enabled=False, checkpoint=tmp_path / "off") \
+        if star else None
+    multi = multi.finish()
     assert multi.rows == batch_rows(spark, inputs, build), description
     assert multi.state_rows("multiJoin") == [2 * n_inputs], description
-    removed = sum(entry["numRowsRemoved"] for p in multi.progress for entry in p["stateOperators"])
+    removed = multi.state_metric_total("numRowsRemoved")
     assert removed == sum(len(batch) for batches in inputs.batches for batch in batches[:-2])
-    if star:
-        chain = run_stream(spark, inputs, build, enabled=False, checkpoint=tmp_path / "off")
-        assert chain.rows == multi.rows, description
+    if chain is not None:
+        assert chain.finish().rows == multi.rows, description
 
 
 def add_late_rows(inputs: Inputs, late_inputs: list[int], batch: int = 3) -> None:
@@ -116,20 +69,15 @@ def add_late_rows(inputs: Inputs, late_inputs: list[int], batch: int = 3) -> Non
     inputs.write()
 
 
-def rows_dropped_as_late(run) -> int:
-    return sum(entry["numRowsDroppedByWatermark"] for p in run.progress
-               for entry in p["stateOperators"])
-
-
 def test_late_rows_of_the_first_joins_inputs_are_dropped_as_in_spark(spark, tmp_path):
     inputs = timed_inputs(tmp_path / "inputs", random.Random(9), 3, n_batches=4)
     add_late_rows(inputs, late_inputs=[0, 1])
     build = bounded_chain(parents=[0, 0, 0], bounds=[(0, 0), (200, 200), (200, 200)],
                           drop_times=True)
-    chain = run_stream(spark, inputs, build, enabled=False, checkpoint=tmp_path / "off")
-    multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
+    chain, multi = run_chain_and_multi(spark, inputs, build, tmp_path)
     assert multi.rows == chain.rows
-    assert rows_dropped_as_late(multi) == rows_dropped_as_late(chain) == 8
+    dropped = "numRowsDroppedByWatermark"
+    assert multi.state_metric_total(dropped) == chain.state_metric_total(dropped) == 8
 
 
 def test_late_rows_of_every_input_are_dropped_by_the_watermark(spark, tmp_path):
@@ -145,7 +93,7 @@ def test_late_rows_of_every_input_are_dropped_by_the_watermark(spark, tmp_path):
     build = bounded_chain(parents=[0, 0, 1], bounds=[(0, 0), (200, 200), (200, 200)])
     multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
     assert multi.rows == batch_rows(spark, on_time, build)
-    assert rows_dropped_as_late(multi) == 4 * len(late_inputs)
+    assert multi.state_metric_total("numRowsDroppedByWatermark") == 4 * len(late_inputs)
 
 
 def test_state_stays_flat_on_a_long_stream(spark, tmp_path):
@@ -172,5 +120,7 @@ def test_windowed_aggregation_after_the_join_sees_every_row(spark, tmp_path):
 
     multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
     expected = batch_rows(spark, inputs, build)
-    far_windows = {row for row in expected if row[0] >= START + timedelta(seconds=10 ** 6 - 200)}
-    assert multi.rows == expected - __import__("collections").Counter(far_windows)
+    # The far-future rows' windows stay open: the watermark never passes them.
+    far_windows = Counter(row for row in expected
+                          if row[0] >= timestamp_value(FAR_FUTURE_SECONDS - 200))
+    assert multi.rows == expected - far_windows

@@ -55,30 +55,48 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
   private val CheckpointFormatKey = "spark.sql.streaming.stateStore.checkpointFormatVersion"
 
   override def apply(plan: LogicalPlan): LogicalPlan = {
-    if (!plan.isStreaming || !plan.exists(isStreamingChainJoin)) {
+    val (rewritten, notes) = rewrite(plan)
+    notes.foreach(logOnce)
+    rewritten
+  }
+
+  /**
+   * What the rule says about a plan, logged once each: why a join stays as Spark planned it,
+   * what was collapsed, and warnings (as a WARNING) the user should act on.
+   */
+  case class Note(message: String, isWarning: Boolean = false)
+
+  /** The plan the rule makes of `plan`, with what it has to say about it. */
+  def rewrite(plan: LogicalPlan): (LogicalPlan, Seq[Note]) = {
+    val notes = mutable.ArrayBuffer.empty[Note]
+    val rewritten = if (!plan.isStreaming || !plan.exists(isStreamingChainJoin)) {
       plan
     } else if (!MultiJoinConf.enabled(conf)) {
-      logOnce(s"Streaming joins run as Spark planned them: ${MultiJoinConf.ENABLED.key} is " +
-        "false. Set it to true to run chains of joins on one key as one StreamingMultiJoin.")
+      notes += Note(s"Streaming joins run as Spark planned them: ${MultiJoinConf.ENABLED.key} " +
+        "is false. Set it to true to run chains of joins on one key as one StreamingMultiJoin.")
       plan
     } else {
       unsupportedStateStore match {
         case Some(reason) =>
-          logWarningOnce(s"Streaming joins run as Spark planned them: $reason")
+          notes += Note(s"Streaming joins run as Spark planned them: $reason", isWarning = true)
           plan
         case None =>
           val nextOperatorId = Iterator.iterate(FirstOperatorId)(_ + 1)
           plan.transformDown {
             case join: Join if isStreamingChainJoin(join) =>
-              collapse(join, nextOperatorId).getOrElse(join)
+              collapse(join, nextOperatorId, notes) match {
+                case Right(collapsed) => collapsed
+                case Left(reason) => notes += Note(reason); join
+              }
             case join @ Join(left, right, joinType, _, _)
                 if left.isStreaming && right.isStreaming =>
-              logOnce(s"A streaming $joinType join keeps Spark's binary operator: multi-joins " +
-                "are of INNER, LEFT OUTER and RIGHT OUTER joins.")
+              notes += Note(s"A streaming $joinType join keeps Spark's binary operator: " +
+                "multi-joins are of INNER, LEFT OUTER and RIGHT OUTER joins.")
               join
           }
       }
     }
+    (rewritten, notes.toSeq)
   }
 
   private def unsupportedStateStore: Option[String] = {
@@ -161,11 +179,14 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
       chain.addInput(input, isOuter = false)
   }
 
-  private def collapse(join: Join, nextOperatorId: Iterator[Long]): Option[LogicalPlan] = {
+  /** `join` collapsed with the chain below it, or why it stays as Spark planned it. */
+  private def collapse(
+      join: Join,
+      nextOperatorId: Iterator[Long],
+      notes: mutable.Buffer[Note]): Either[String, LogicalPlan] = {
     if (!continuesChain(join)) {
-      logOnce(s"A streaming join stays as Spark planned it: its condition is not " +
+      return Left(s"A streaming join stays as Spark planned it: its condition is not " +
         s"deterministic: ${join.condition.map(_.sql).getOrElse("")}")
-      return None
     }
     val chain = new Chain
     flatten(join, chain)
@@ -173,31 +194,27 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
     val conjuncts = chain.conjuncts.map(c => c.copy(expression = chain.inline(c.expression))).toSeq
     lazy val names = inputs.map(describe).mkString(", ")
     if (inputs.length < 3) {
-      logOnce(s"A streaming join of two inputs stays as Spark planned it: Spark's join of two " +
-        s"inputs already keeps only input rows ($names).")
-      return None
+      return Left(s"A streaming join of two inputs stays as Spark planned it: Spark's join of " +
+        s"two inputs already keeps only input rows ($names).")
     }
     val keyClasses = EquivalentKeys.spanning(inputs, conjuncts.map(_.expression))
     if (keyClasses.isEmpty) {
-      logOnce(s"A chain of ${inputs.length} streaming joins stays as Spark planned it: no common " +
-        s"key, the equi-join conditions do not make one key equal across all inputs ($names). " +
-        s"Conditions: ${conjuncts.map(_.expression.sql).mkString(" AND ")}")
-      return None
+      return Left(s"A chain of ${inputs.length} streaming joins stays as Spark planned it: no " +
+        s"common key, the equi-join conditions do not make one key equal across all inputs " +
+        s"($names). Conditions: ${conjuncts.map(_.expression.sql).mkString(" AND ")}")
     }
     val keyTypes = keyClasses.map(_.head._2.dataType)
     keyTypes.find(dataType => !UnsafeRowUtils.isBinaryStable(dataType)).foreach { dataType =>
-      logOnce(s"A chain of ${inputs.length} streaming joins stays as Spark planned it: its key " +
-        s"type ${dataType.sql} cannot be compared by its bytes ($names).")
-      return None
+      return Left(s"A chain of ${inputs.length} streaming joins stays as Spark planned it: its " +
+        s"key type ${dataType.sql} cannot be compared by its bytes ($names).")
     }
 
     val groupSize = MultiJoinConf.maxTables(conf).getOrElse(inputs.length)
     val outerJoins = if (chain.outer.contains(true)) {
       outerChainProblem(inputs, chain.outer.toSeq, conjuncts, keyClasses, groupSize) match {
         case Left(problem) =>
-          logOnce(s"A chain of ${inputs.length} streaming joins with outer joins stays as Spark " +
-            s"planned it: $problem ($names).")
-          return None
+          return Left(s"A chain of ${inputs.length} streaming joins with outer joins stays as " +
+            s"Spark planned it: $problem ($names).")
         case Right(anchorsAndDecider) => Some(anchorsAndDecider)
       }
     } else {
@@ -210,10 +227,10 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
         multiJoin(below +: group, pending, keyClasses, None, nextOperatorId)
       }
     assert(leftOver.isEmpty, s"conditions not placed in any multi-join: $leftOver")
-    warnOfUnboundedInputs(collapsed)
-    logInfo(s"Collapsed a chain of ${inputs.length} streaming joins into one multi-join " +
+    notes ++= unboundedInputWarnings(collapsed)
+    notes += Note(s"Collapsed a chain of ${inputs.length} streaming joins into one multi-join " +
       s"on ${keyClasses.length} key column(s): $names")
-    Some(withOutputOf(join, collapsed, chain))
+    Right(withOutputOf(join, collapsed, chain))
   }
 
   /**
@@ -337,10 +354,10 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
    * Where some inputs have event times, the state is meant to be bounded: say which inputs no
    * interval condition bounds, as their rows then stay in state for good.
    */
-  private def warnOfUnboundedInputs(multiJoin: MultiJoin): Unit = {
+  private def unboundedInputWarnings(multiJoin: MultiJoin): Seq[Note] = {
     val outputs = multiJoin.children.map(_.output)
     val times = EventTimeBounds.eventTimeColumns(outputs)
-    if (times.exists(_.isDefined)) {
+    val own = if (times.exists(_.isDefined)) {
       val condition = (multiJoin.condition ++ multiJoin.outerConditions.flatten).reduceOption(And)
       EventTimeBounds.evictionOffsets(outputs, condition, multiJoin.decidingInput)
         .zip(multiJoin.children)
@@ -348,13 +365,15 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
           val why = if (time.isEmpty) "it has no event-time column with a watermark" else
             s"no interval condition bounds ${time.get.name} against every other input's event " +
               "time, directly or through other inputs"
-          logWarningOnce(s"Input ${describe(input)} of a streaming multi-join is unbounded: " +
-            s"$why, so its rows are kept in state for good.")
+          Note(s"Input ${describe(input)} of a streaming multi-join is unbounded: $why, so its " +
+            "rows are kept in state for good.", isWarning = true)
         }
+    } else {
+      Nil
     }
-    multiJoin.children.foreach {
-      case below: MultiJoin => warnOfUnboundedInputs(below)
-      case _ =>
+    own ++ multiJoin.children.flatMap {
+      case below: MultiJoin => unboundedInputWarnings(below)
+      case _ => Nil
     }
   }
 
@@ -363,10 +382,9 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
 
   private val loggedMessages = ConcurrentHashMap.newKeySet[String]()
 
-  // The optimizer runs on every micro-batch; a reason is worth reading once.
-  private def logOnce(message: String): Unit =
-    if (loggedMessages.add(message)) logInfo(message)
-
-  private def logWarningOnce(message: String): Unit =
-    if (loggedMessages.add(message)) logWarning(message)
+  // The optimizer runs on every micro-batch; a note is worth reading once.
+  private def logOnce(note: Note): Unit =
+    if (loggedMessages.add(note.message)) {
+      if (note.isWarning) logWarning(note.message) else logInfo(note.message)
+    }
 }

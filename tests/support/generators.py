@@ -1,9 +1,13 @@
-"""Random chains of streaming inner joins on one key, with the data to run them on.
+"""Queries and the data to run them on, random or fixed: the one place tests generate them.
 
-A chain joins inputs t0..tn-1 (columns k<i> key, g<i> second key column, v<i> value). Each
-input's key is equated to an earlier input's key (a random tree, so keys are often only
-transitively equal), optionally with the g columns as a second key column, residual conditions
-between inputs, a computed column between joins, a filter over the result and a bushy shape.
+- Random chains of inner joins on one key (`random_shape`, `random_inputs`, `build_chain`):
+  inputs t0..tn-1 (columns k<i> key, g<i> second key column, v<i> value), each input's key
+  equated to an earlier input's key (a random tree, so keys are often only transitively equal),
+  optionally with the g columns as a second key column, residual conditions between inputs, a
+  computed column between joins, a filter over the result and a bushy shape.
+- Time-bounded chains (`timed_inputs`, `bounded_chain`): inputs k<i>, v<i>, t<i> with event
+  times growing batch by batch, each input bounded in time by a parent.
+- Plain chains on one column `k` (`keyed_inputs`, `join_on_k`).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from streaming_joins import Inputs
+from support.data import Inputs, timestamp
 
 
 @dataclass
@@ -124,3 +128,79 @@ def build_chain(shape: ChainShape):
         return joined
 
     return build
+
+
+def join_on_k(frames: list[DataFrame]) -> DataFrame:
+    """frames[0] JOIN frames[1] USING (k) JOIN ... : inputs with columns k, v<i>."""
+    joined = frames[0]
+    for frame in frames[1:]:
+        joined = joined.join(frame, "k")
+    return joined
+
+
+def keyed_inputs(root: Path, n_inputs: int, seed: int = 0, n_keys: int = 5,
+                 rows_per_batch: int = 6, n_batches: int = 2) -> Inputs:
+    """Inputs with columns k, v<i>, random keys, written."""
+    rng = random.Random(seed)
+    inputs = Inputs(root, [f"k int, v{i} int" for i in range(n_inputs)])
+    for i in range(n_inputs):
+        inputs.batches.append([[{"k": rng.randrange(n_keys), f"v{i}": rng.randrange(10)}
+                                for _ in range(rows_per_batch)] for _ in range(n_batches)])
+    inputs.write()
+    return inputs
+
+
+BATCH_SECONDS = 60
+DELAY = "70 seconds"
+FAR_FUTURE_SECONDS = 10 ** 6
+
+
+def timed_inputs(root: Path, rng: random.Random, n_inputs: int, n_batches: int,
+                 rows_per_batch: int = 8, n_keys: int = 4) -> Inputs:
+    """Rows with event times growing batch by batch within the watermark delay (so none is late),
+    then two batches of far-future rows that join nothing (key 1000 + i in input i): they move
+    the watermark past every earlier row. Written."""
+    inputs = Inputs(root, [f"k{i} int, v{i} int, t{i} timestamp" for i in range(n_inputs)])
+    for i in range(n_inputs):
+        batches = [[{f"k{i}": rng.randrange(n_keys), f"v{i}": rng.randrange(10),
+                     f"t{i}": timestamp(b * BATCH_SECONDS + rng.uniform(0, BATCH_SECONDS))}
+                    for _ in range(rows_per_batch)] for b in range(n_batches)]
+        for far in (FAR_FUTURE_SECONDS, FAR_FUTURE_SECONDS + 1):
+            batches.append([{f"k{i}": 1000 + i, f"v{i}": 0, f"t{i}": timestamp(far)}])
+        inputs.batches.append(batches)
+    inputs.write()
+    return inputs
+
+
+def random_bounds(rng: random.Random, n_inputs: int, lows: list[int],
+                  highs: list[int]) -> list[tuple[int, int]]:
+    """Per input after the first, how far (seconds) before and after its parent's event time
+    its own may be: one of `lows` and one of `highs`."""
+    return [(0, 0)] + [(rng.choice(lows), rng.choice(highs)) for _ in range(1, n_inputs)]
+
+
+def bounded_chain(parents: list[int], bounds: list[tuple[int, int]], drop_times: bool = False,
+                  kinds: list[str] | None = None):
+    """Input j joins input parents[j] on k, with t_j within [t_p - lo, t_p + hi] seconds, as
+    kinds[j] ("inner", the default, or "left_outer").
+
+    With `drop_times` (a star: every parent is input 0), t_j is dropped right after its join:
+    the only shape Spark's chain runs, as it allows one event-time column into a stateful
+    operator.
+    """
+
+    def build(frames):
+        frames = [frame.withWatermark(f"t{i}", DELAY) for i, frame in enumerate(frames)]
+        joined = frames[0]
+        for j in range(1, len(frames)):
+            p = parents[j]
+            lo, hi = bounds[j]
+            joined = joined.join(frames[j], (F.col(f"k{p}") == F.col(f"k{j}")) & F.expr(
+                f"t{j} BETWEEN t{p} - INTERVAL {lo} SECONDS AND t{p} + INTERVAL {hi} SECONDS"),
+                kinds[j] if kinds else "inner")
+            if drop_times:
+                joined = joined.drop(f"t{j}")
+        return joined
+
+    return build
+

@@ -6,16 +6,24 @@ import pytest
 from pyspark.errors import IllegalArgumentException, SparkRuntimeException
 
 from spark_multijoin import multi_join
-from streaming_joins import Inputs, explain, session_conf
+from spark_multijoin._config import ENABLED_KEY, MAX_TABLES_KEY
+from support.generators import join_on_k, keyed_inputs
+from support.runs import explain, session_conf
 
 BAD_VALUES = [
-    ("multi-join.max-tables", "1", "at least 2"),
-    ("multi-join.max-tables", "0", "at least 2"),
-    ("multi-join.max-tables", "many", "int"),
-    ("multi-join.enabled", "maybe", "boolean"),
-    ("spark.multi-join.max-tables", "1", "at least 2"),
-    ("spark.multi-join.enabled", "yes please", "boolean"),
+    (MAX_TABLES_KEY, "1", "at least 2"),
+    (MAX_TABLES_KEY, "0", "at least 2"),
+    (MAX_TABLES_KEY, "many", "int"),
+    (ENABLED_KEY, "maybe", "boolean"),
+    (f"spark.{MAX_TABLES_KEY}", "1", "at least 2"),
+    (f"spark.{ENABLED_KEY}", "yes please", "boolean"),
 ]
+
+
+def test_python_keys_are_the_extensions_keys(spark):
+    entries = spark._jvm.org.apache.spark.sql.multijoin.MultiJoinConf.entries()
+    keys = [entries.apply(index).key() for index in range(entries.size())]
+    assert keys == [ENABLED_KEY, MAX_TABLES_KEY]
 
 
 @pytest.mark.parametrize("key, value, allowed", BAD_VALUES)
@@ -28,41 +36,33 @@ def test_bad_value_names_key_and_what_is_allowed(spark, key, value, allowed):
 
 
 def test_python_values_set_exactly_as_documented(spark):
-    with session_conf(spark, enabled=None):
-        spark.conf.set("multi-join.enabled", True)
+    with session_conf(spark, {ENABLED_KEY: None}):
+        spark.conf.set(ENABLED_KEY, True)
         assert multi_join(spark).enabled is True
-        spark.conf.set("multi-join.enabled", False)
+        spark.conf.set(ENABLED_KEY, False)
         assert multi_join(spark).enabled is False
 
 
 def test_config_view_reads_and_sets(spark):
     config = multi_join(spark)
-    with session_conf(spark, enabled=None, max_tables=None):
+    with session_conf(spark, {ENABLED_KEY: None, MAX_TABLES_KEY: None}):
         assert config.enabled is False and config.max_tables is None
         config.enabled = True
         config.max_tables = 3
-        assert spark.conf.get("multi-join.enabled") == "true"
-        assert spark.conf.get("multi-join.max-tables") == "3"
+        assert spark.conf.get(ENABLED_KEY) == "true"
+        assert spark.conf.get(MAX_TABLES_KEY) == "3"
         assert config.enabled is True and config.max_tables == 3
         config.max_tables = None
         assert config.max_tables is None
-        with pytest.raises(TypeError, match="multi-join.enabled"):
+        with pytest.raises(TypeError, match=ENABLED_KEY):
             config.enabled = "yes"
-        with pytest.raises(TypeError, match="multi-join.max-tables"):
+        with pytest.raises(TypeError, match=MAX_TABLES_KEY):
             config.max_tables = 2.5
         with pytest.raises((IllegalArgumentException, SparkRuntimeException), match="at least 2"):
             config.max_tables = 1
 
 
 def test_spark_prefixed_alias_enables_the_rewrite(spark, tmp_path):
-    inputs = Inputs(tmp_path / "inputs", [f"k int, v{i} int" for i in range(3)])
-    inputs.batches = [[[{"k": 1, f"v{i}": 1}]] for i in range(3)]
-    inputs.write()
-    frames = inputs.streams(spark)
-    query = frames[0].join(frames[1], "k").join(frames[2], "k")
-    with session_conf(spark, enabled=None):
-        spark.conf.set("spark.multi-join.enabled", "true")
-        try:
-            assert explain(query).count("StreamingMultiJoin input0") == 1
-        finally:
-            spark.conf.unset("spark.multi-join.enabled")
+    query = join_on_k(keyed_inputs(tmp_path / "inputs", 3).streams(spark))
+    with session_conf(spark, {ENABLED_KEY: None, f"spark.{ENABLED_KEY}": "true"}):
+        assert explain(query).count("StreamingMultiJoin input0") == 1

@@ -1,0 +1,176 @@
+package io.github.sparkmultijoin.execution
+
+import java.io.File
+import java.sql.Timestamp
+
+import scala.util.Random
+
+import io.github.sparkmultijoin.{MultiJoinSuiteBase, SteppedInputs, StreamingSteps}
+import io.github.sparkmultijoin.StreamingSteps.canonical
+
+import org.apache.spark.sql.{DataFrame, Row}
+import org.apache.spark.sql.functions.{col, expr}
+
+/**
+ * When the operator emits rows and what it keeps, micro-batch by micro-batch, in the style of
+ * Spark's StreamingJoinSuite: add rows, process them, check the new output and the state.
+ * Expected rows come from the batch query over the rows added so far, from Spark's own chain run
+ * in step, or, for null-padding, from the semantics worked out by hand in each test.
+ */
+class StreamingMultiJoinExecSuite extends MultiJoinSuiteBase {
+  import spark.implicits._
+
+  private type Keyed = (Option[Int], Int)
+  private type Timed = (Option[Int], Int, Timestamp)
+
+  private def columns(n: Int, names: String*): Seq[Seq[String]] =
+    (0 until n).map(i => names.map(name => s"$name$i"))
+
+  private def at(seconds: Int) = new Timestamp(seconds * 1000L)
+
+  private def withSteps[T](frame: DataFrame, checkpoint: File, enabled: Boolean)(
+      body: StreamingSteps => T): T = {
+    val steps = withMultiJoin(enabled)(new StreamingSteps(frame, checkpoint))
+    try body(steps) finally steps.close()
+  }
+
+  /** The rows a step must add to the output: the batch answer now, less the one before. */
+  private def newRows(build: Seq[DataFrame] => DataFrame, inputs: SteppedInputs[_],
+      before: List[String]): (List[String], List[String]) = {
+    val after = canonical(build(inputs.tables).collect())
+    (after.diff(before), after)
+  }
+
+  test("each micro-batch emits the combinations its rows complete, as Spark's chain does") {
+    val random = new Random(1)
+    val names = columns(3, "k", "v")
+    val multi = new SteppedInputs[Keyed](spark, names)
+    val chain = new SteppedInputs[Keyed](spark, names)
+    def build(frames: Seq[DataFrame]) = frames(0)
+      .join(frames(1), col("k0") === col("k1"))
+      .join(frames(2), col("k2") === col("k1") && col("v2") < col("v0") + 5)
+    withTempDir { dir =>
+      withSteps(build(multi.streaming), new File(dir, "multi"), enabled = true) { multiRun =>
+        withSteps(build(chain.streaming), new File(dir, "chain"), enabled = false) { chainRun =>
+          var before = List.empty[String]
+          var stored = 0L
+          for (step <- 0 until 4) {
+            for (input <- 0 until 3) {
+              val rows = Seq.fill(random.nextInt(5)) {
+                (if (random.nextInt(8) == 0) None else Some(random.nextInt(3)), random.nextInt(10))
+              }
+              multi.add(input, rows: _*)
+              chain.add(input, rows: _*)
+              stored += rows.count(_._1.isDefined)
+            }
+            val (expected, after) = newRows(build, multi, before)
+            assert(canonical(multiRun.process()) == expected, s"step $step")
+            assert(canonical(chainRun.process()) == expected, s"step $step, Spark's chain")
+            assert(multiRun.stateRows("multiJoin") == Seq(stored), s"step $step")
+            before = after
+          }
+          assert(before.nonEmpty, "the data should join")
+        }
+      }
+    }
+  }
+
+  test("time bounds evict every row that can no longer join, batch by batch") {
+    // b within 10 s of a, c within [b, b + 10 s]: Spark's chain rejects this shape. Each step's
+    // rows are 100 s after the last step's, so they join only each other, and by hand: with a
+    // 5 s delay the watermark after step s is 100 s * s - 5 s (input a's rows are the latest
+    // behind), and every input keeps its rows for at most 20 s below the watermark (a needs
+    // c <= b + 10 <= a + 20), so after each step the state holds exactly that step's rows.
+    val names = columns(3, "k", "v", "t")
+    val inputs = new SteppedInputs[Timed](spark, names)
+    def build(frames: Seq[DataFrame]) = {
+      val Seq(a, b, c) = frames.zipWithIndex.map { case (f, i) => f.withWatermark(s"t$i", "5 seconds") }
+      a.join(b, expr("k0 = k1 AND t1 BETWEEN t0 - INTERVAL 10 SECONDS AND t0 + INTERVAL 10 SECONDS"))
+        .join(c, expr("k2 = k1 AND t2 BETWEEN t1 AND t1 + INTERVAL 10 SECONDS"))
+    }
+    withTempDir { dir =>
+      withSteps(build(inputs.streaming), dir, enabled = true) { run =>
+        var before = List.empty[String]
+        for (step <- 1 to 4) {
+          val base = 100 * step
+          // Key 0 joins; key 1's b is outside a's window; key 2 has no c.
+          inputs.add(0, (Some(0), step, at(base)), (Some(1), step, at(base)),
+            (Some(2), step, at(base)), (None, step, at(base)))
+          inputs.add(1, (Some(0), step, at(base + 5)), (Some(1), step, at(base + 15)),
+            (Some(2), step, at(base + 1)))
+          inputs.add(2, (Some(0), step, at(base + 12)), (Some(1), step, at(base + 16)))
+          val (expected, after) = newRows(build, inputs, before)
+          assert(expected.length == 1, s"step $step: only key 0 joins")
+          assert(canonical(run.process()) == expected, s"step $step")
+          assert(run.stateRows("multiJoin") == Seq(8L), s"step $step: that step's 8 keyed rows")
+          before = after
+        }
+      }
+    }
+  }
+
+  test("a null-padded row comes out once nothing can match it, and never when one does") {
+    // a LEFT OUTER b (b within 10 s of a), then c (within 10 s of a), 5 s delay. By hand:
+    // step 1 (t = 100 s): a1 and a3 have no b yet, but a b row can still come (the watermark
+    // is 95 s): only key 2, which has its b, comes out. Step 2: b3 arrives (on time) and
+    // matches; far rows at 200 s move the watermark to 195 s, past a1's last chance (110 s),
+    // so a1 comes out padded. Nothing else is padded, ever.
+    val names = columns(3, "k", "v", "t")
+    val inputs = new SteppedInputs[Timed](spark, names)
+    def build(frames: Seq[DataFrame]) = {
+      val Seq(a, b, c) = frames.zipWithIndex.map { case (f, i) => f.withWatermark(s"t$i", "5 seconds") }
+      a.join(b, expr("k0 = k1 AND t1 BETWEEN t0 - INTERVAL 10 SECONDS AND t0 + INTERVAL 10 " +
+          "SECONDS"), "left_outer")
+        .join(c, expr("k2 = k0 AND t2 BETWEEN t0 - INTERVAL 10 SECONDS AND t0 + INTERVAL 10 " +
+          "SECONDS"))
+    }
+    def keysAndPadding(rows: Seq[Row]) =
+      rows.map(row => (row.getAs[Int]("k0"), row.isNullAt(row.fieldIndex("k1")))).sorted
+    withTempDir { dir =>
+      withSteps(build(inputs.streaming), dir, enabled = true) { run =>
+        Seq(1, 2, 3).foreach { key =>
+          inputs.add(0, (Some(key), 0, at(100)))
+          inputs.add(2, (Some(key), 0, at(100)))
+        }
+        inputs.add(1, (Some(2), 0, at(101)))
+        assert(keysAndPadding(run.process()) == Seq(2 -> false))
+
+        inputs.add(1, (Some(3), 0, at(104)), (Some(9), 0, at(200)))
+        inputs.add(0, (Some(9), 0, at(200)))
+        inputs.add(2, (Some(9), 0, at(200)))
+        assert(keysAndPadding(run.process()) == Seq(1 -> true, 3 -> false, 9 -> false))
+        assert(run.stateRows("multiJoin") == Seq(3L), "only the rows at 200 s are left")
+      }
+      val all = build(inputs.tables).collect()
+      assert(keysAndPadding(all) == Seq(1 -> true, 2 -> false, 3 -> false, 9 -> false))
+    }
+  }
+
+  test("a UTF8_LCASE key joins rows whose keys differ in case only, as the batch query does") {
+    // Spark's own chain is wrong on this shape, so the batch query is the reference.
+    val random = new Random(3)
+    val inputs = new SteppedInputs[(Option[String], Int)](spark, columns(3, "k", "v"))
+    def build(frames: Seq[DataFrame]) = {
+      val Seq(a, b, c) = frames.zipWithIndex.map { case (frame, i) =>
+        frame.select(expr(s"collate(k$i, 'UTF8_LCASE')").as(s"k$i"), col(s"v$i"))
+      }
+      a.join(b, col("k0") === col("k1")).join(c, col("k1") === col("k2"))
+    }
+    withTempDir { dir =>
+      withSteps(build(inputs.streaming), dir, enabled = true) { run =>
+        val emitted = (0 until 3).flatMap { _ =>
+          (0 until 3).foreach { input =>
+            inputs.add(input, Seq.fill(3)((
+              Option(random.shuffle(Seq("ab", "AB", "Ab", "x")).head).filter(_ => random.nextInt(6) > 0),
+              random.nextInt(5))): _*)
+          }
+          run.process()
+        }
+        val expected = canonical(build(inputs.tables).collect())
+        assert(expected.exists(row => row.contains("AB") || row.contains("Ab")), expected)
+        assert(canonical(emitted) == expected)
+        assert(run.stateRows("multiJoin").nonEmpty, "the multi-join ran it")
+      }
+    }
+  }
+}

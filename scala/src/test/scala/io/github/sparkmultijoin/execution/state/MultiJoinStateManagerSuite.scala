@@ -1,0 +1,422 @@
+package io.github.sparkmultijoin.execution.state
+
+import java.util.UUID
+
+import scala.collection.mutable
+import scala.util.Random
+
+import io.github.sparkmultijoin.MultiJoinSuiteBase
+import io.github.sparkmultijoin.execution.state.MultiJoinStateManager.rowFamily
+import org.apache.hadoop.conf.Configuration
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, StateStore, StateStoreConf, StateStoreId, StateStoreProvider, StateStoreProviderId}
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.types.{IntegerType, LongType, StructType}
+
+/**
+ * The state manager against a real RocksDB store with column families, opened as the exec opens
+ * a partition's store: batch `b` loads version `b` and commits version `b + 1`.
+ *
+ * Inputs 0 and 1 are (k, v, t) with an event time t (micros), input 2 is (k, v) without one; k is
+ * the join key. Every test gives each row a distinct v, by which rows are told apart.
+ */
+class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
+
+  private val keySchema = MultiJoinStateManager.keySchema(Seq(IntegerType))
+  private val timedSchema = new StructType().add("k", IntegerType).add("v", IntegerType)
+    .add("t", LongType)
+  private val untimedSchema = new StructType().add("k", IntegerType).add("v", IntegerType)
+  private val inputSchemas = Seq(timedSchema, timedSchema, untimedSchema)
+  private val timeOrdinals = Seq(Some(2), Some(2), None)
+  private val numInputs = inputSchemas.length
+
+  private val keyProjection = UnsafeProjection.create(keySchema)
+  private val rowProjections = inputSchemas.map(schema => UnsafeProjection.create(schema))
+
+  private def key(k: Int): UnsafeRow = keyProjection(InternalRow(k)).copy()
+
+  private def row(input: Int, k: Int, v: Int, t: Long): UnsafeRow = {
+    val values = if (timeOrdinals(input).isDefined) InternalRow(k, v, t) else InternalRow(k, v)
+    rowProjections(input)(values).copy()
+  }
+
+  private def append(state: MultiJoinStateManager, input: Int, k: Int, v: Int, t: Long = 0L) =
+    state.append(input, key(k), row(input, k, v, t))
+
+  // Sorted: the store returns a key's rows in the order of their encoded row keys, which is not
+  // the order they were appended in (memory returns that one).
+  private def values(rows: Iterable[UnsafeRow]): Seq[Int] = rows.map(_.getInt(1)).toSeq.sorted
+
+  private def valuesUnder(state: MultiJoinStateManager, input: Int, k: Int): Seq[Int] = {
+    val rows = state.rowsUnder(input, key(k)).rows
+    assert(rows.forall(_.getInt(0) == k), s"input $input: rows of another key under key $k")
+    values(rows)
+  }
+
+  /** The values of the rows stored before this batch and of those it added (isAdded agreeing). */
+  private def earlierAndAdded(keyRows: KeyRows): (Seq[Int], Seq[Int]) = {
+    val (added, earlier) = keyRows.rows.indices.partition(keyRows.isAdded)
+    val split = (values(earlier.map(keyRows.rows)), values(added.map(keyRows.rows)))
+    assert(split == ((values(keyRows.earlierRows), values(keyRows.addedRows))))
+    split
+  }
+
+  /** Per row value, its key in the input's family as (batch, row index); rowKeys must align. */
+  private def rowPositions(keyRows: KeyRows): Map[Int, (Long, Long)] = {
+    assert(keyRows.rowKeys != null && keyRows.rowKeys.length == keyRows.rows.length)
+    keyRows.rows.zip(keyRows.rowKeys).map { case (row, rowKey) =>
+      assert(rowKey.getInt(0) == row.getInt(0), "a row key of another join key")
+      row.getInt(1) -> ((rowKey.getLong(1), rowKey.getLong(2)))
+    }.toMap
+  }
+
+  private def masks(state: MultiJoinStateManager): Map[Int, Long] =
+    state.keysAdded.map { case (k, mask) => k.getInt(0) -> mask }.toMap
+
+  // The store's default family, unused as in the exec.
+  private val defaultFamily = new StructType().add("unused", "int")
+
+  // Created as Spark creates a partition's provider (its RocksDB provider class is private to
+  // Spark), for a run of its own.
+  private def withProvider[T](body: StateStoreProvider => T): T = withTempDir { dir =>
+    val sqlConf = new SQLConf
+    sqlConf.setConfString(SQLConf.STATE_STORE_PROVIDER_CLASS.key,
+      MultiJoinSuiteBase.RocksDbProvider)
+    // A commit then writes a changelog rather than a snapshot of the whole store: much faster.
+    sqlConf.setConfString(
+      "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
+    val provider = StateStoreProvider.createAndInit(
+      StateStoreProviderId(StateStoreId(dir.getAbsolutePath, 0, 0), UUID.randomUUID),
+      defaultFamily, defaultFamily, NoPrefixKeyStateEncoderSpec(defaultFamily),
+      useColumnFamilies = true, new StateStoreConf(sqlConf), new Configuration,
+      useMultipleValuesPerKey = false, stateSchemaProvider = None)
+    try body(provider)
+    finally provider.close()
+  }
+
+  private def manager(
+      store: StateStore,
+      batch: Long,
+      memoryBytes: Long,
+      outer: Boolean,
+      keyed: Set[Int]): MultiJoinStateManager =
+    new MultiJoinStateManager(store, keySchema, inputSchemas, timeOrdinals, outer, keyed, batch,
+      memoryBytes)
+
+  /** Runs batch `batch` on the store at that version; what `body` does not commit is aborted. */
+  private def inBatch[T](
+      provider: StateStoreProvider,
+      batch: Long,
+      memoryBytes: Long = Long.MaxValue,
+      outer: Boolean = false,
+      keyed: Set[Int] = Set.empty)(body: MultiJoinStateManager => T): T = {
+    val state = manager(provider.getStore(batch), batch, memoryBytes, outer, keyed)
+    try body(state)
+    finally state.abortIfNotCommitted()
+  }
+
+  test("rows come back per input and per key, only under their key") {
+    // Once read back from the store (no memory), once from memory (nothing stored before).
+    for (memoryBytes <- Seq(0L, Long.MaxValue)) withProvider { provider =>
+      inBatch(provider, 0, memoryBytes, keyed = Set(0)) { state =>
+        // Keys next to each other, a negative one, and 257, whose lowest byte is 1's: a prefix
+        // scan must read its key's rows and no others.
+        append(state, 0, 1, 10, 100)
+        append(state, 0, 2, 20, 200)
+        append(state, 1, 2, 21, 210)
+        append(state, 0, 1, 11, 110)
+        append(state, 2, -1, 30)
+        append(state, 0, 257, 12, 120)
+        append(state, 0, 0, 13, 130)
+
+        assert(valuesUnder(state, 0, 1) == Seq(10, 11))
+        assert(valuesUnder(state, 0, 2) == Seq(20))
+        assert(valuesUnder(state, 0, 257) == Seq(12))
+        assert(valuesUnder(state, 0, 0) == Seq(13))
+        assert(valuesUnder(state, 1, 2) == Seq(21))
+        assert(valuesUnder(state, 2, -1) == Seq(30))
+        assert(valuesUnder(state, 0, -1).isEmpty)
+        assert(valuesUnder(state, 1, 1).isEmpty)
+        assert(valuesUnder(state, 2, 3).isEmpty)
+
+        // All rows are this batch's.
+        val key1 = state.rowsUnder(0, key(1))
+        assert(earlierAndAdded(key1) == ((Nil, Seq(10, 11))))
+        // The row index counts the partition's rows of all inputs, in the order appended.
+        assert(rowPositions(key1) == Map(10 -> ((0L, 0L)), 11 -> ((0L, 3L))))
+        assert(state.rowsUnder(1, key(2)).rowKeys == null, "input 1 is not keyed")
+
+        assert(masks(state) == Map(1 -> 0x1L, 2 -> 0x3L, -1 -> 0x4L, 257 -> 0x1L, 0 -> 0x1L))
+        assert(state.numStoredRows == 7)
+        assert(state.rowCounts == Seq(5L, 1L, 1L))
+      }
+    }
+  }
+
+  test("rows of earlier batches are told from this batch's, and row counts are kept") {
+    withProvider { provider =>
+      inBatch(provider, 0) { state =>
+        append(state, 0, 1, 10, 100)
+        append(state, 0, 1, 11, 110)
+        append(state, 0, 2, 20, 200)
+        append(state, 2, 1, 30)
+        state.commit()
+      }
+      inBatch(provider, 1) { state =>
+        assert(state.rowCounts == Seq(3L, 0L, 1L))
+        assert(masks(state).isEmpty)
+        append(state, 0, 1, 12, 120)
+        append(state, 1, 1, 40, 400) // input 1 had no rows: read from memory
+        append(state, 2, 2, 31)
+
+        assert(earlierAndAdded(state.rowsUnder(0, key(1))) == ((Seq(10, 11), Seq(12))))
+        assert(earlierAndAdded(state.rowsUnder(0, key(2))) == ((Seq(20), Nil)))
+        assert(earlierAndAdded(state.rowsUnder(1, key(1))) == ((Nil, Seq(40))))
+        assert(earlierAndAdded(state.rowsUnder(2, key(1))) == ((Seq(30), Nil)))
+        assert(earlierAndAdded(state.rowsUnder(2, key(2))) == ((Nil, Seq(31))))
+        assert(masks(state) == Map(1 -> 0x3L, 2 -> 0x4L))
+        assert(state.rowCounts == Seq(4L, 1L, 2L))
+        assert(state.numStoredRows == 3)
+        state.commit()
+      }
+      inBatch(provider, 2) { state =>
+        assert(state.rowCounts == Seq(4L, 1L, 2L))
+        assert(earlierAndAdded(state.rowsUnder(0, key(1))) == ((Seq(10, 11, 12), Nil)))
+        assert(earlierAndAdded(state.rowsUnder(1, key(1))) == ((Seq(40), Nil)))
+        assert(state.numStoredRows == 0)
+      }
+    }
+  }
+
+  /** A row as the test expects it stored: its value and its key's batch and row index. */
+  private case class Expected(value: Int, batch: Long, index: Long)
+
+  /**
+   * Appends `count` random rows in batch `batch` to `inputs` under keys 0 to 5, noting them in
+   * `expected` (by input and key); after each, checks the rows under a random input and key.
+   */
+  private def randomAppends(
+      state: MultiJoinStateManager,
+      batch: Long,
+      inputs: Seq[Int],
+      count: Int,
+      random: Random,
+      expected: mutable.Map[(Int, Int), Seq[Expected]],
+      keyed: Set[Int]): Unit =
+    for (index <- 0 until count) {
+      val (input, k) = (inputs(random.nextInt(inputs.length)), random.nextInt(6))
+      val value = 1000 * batch.toInt + index
+      append(state, input, k, value, random.nextInt(100).toLong)
+      expected((input, k)) = expected.getOrElse((input, k), Nil) :+ Expected(value, batch, index)
+      checkRows(state, batch, random, expected, keyed)
+    }
+
+  /** The rows under a random input and key are exactly those expected, rightly split. */
+  private def checkRows(
+      state: MultiJoinStateManager,
+      batch: Long,
+      random: Random,
+      expected: mutable.Map[(Int, Int), Seq[Expected]],
+      keyed: Set[Int]): Unit = {
+    val (input, k) = (random.nextInt(numInputs), random.nextInt(6))
+    val rows = expected.getOrElse((input, k), Nil)
+    val keyRows = state.rowsUnder(input, key(k))
+    val (earlier, added) = rows.partition(_.batch < batch)
+    assert(earlierAndAdded(keyRows) == ((earlier.map(_.value).sorted, added.map(_.value).sorted)),
+      s"input $input, key $k")
+    if (keyed(input)) {
+      assert(rowPositions(keyRows) == rows.map(row => row.value -> ((row.batch, row.index))).toMap)
+    } else {
+      assert(keyRows.rowKeys == null)
+    }
+  }
+
+  test("rows read from memory and from the store are the same") {
+    // Input 1, without earlier rows, is read from memory: all along when unbounded, for its first
+    // rows with 2000 bytes, never with 0. Inputs 0 and 2 have earlier rows: read from the store.
+    for (memoryBytes <- Seq(Long.MaxValue, 2000L, 0L)) withProvider { provider =>
+      val random = new Random(7)
+      val expected = mutable.Map.empty[(Int, Int), Seq[Expected]]
+      val keyed = Set(1, 2)
+      inBatch(provider, 0, keyed = keyed) { state =>
+        randomAppends(state, 0, Seq(0, 2), 40, random, expected, keyed)
+        assert(state.rowCounts.map(_ > 0) == Seq(true, false, true), "inputs 0 and 2 have rows")
+        state.commit()
+      }
+      inBatch(provider, 1, memoryBytes, keyed = keyed) { state =>
+        randomAppends(state, 1, Seq(0, 1, 2), 150, random, expected, keyed)
+        for (input <- 0 until numInputs; k <- 0 until 6) {
+          val rows = expected.getOrElse((input, k), Nil)
+          assert(valuesUnder(state, input, k) == rows.map(_.value).sorted,
+            s"memory $memoryBytes, input $input, key $k")
+        }
+        val addedMasks = expected.toSeq.collect {
+          case ((input, k), rows) if rows.exists(_.batch == 1) => k -> (1L << input)
+        }.groupMapReduce(_._1)(_._2)(_ | _)
+        assert(masks(state) == addedMasks)
+        val counts = expected.toSeq.groupMapReduce(_._1._1)(_._2.size.toLong)(_ + _)
+        assert(state.rowCounts == (0 until numInputs).map(counts.getOrElse(_, 0L)))
+      }
+    }
+  }
+
+  test("an input's rows are read from memory until the memory bound, then from the store") {
+    withProvider { provider =>
+      val store = provider.getStore(0)
+      val state = manager(store, 0, memoryBytes = 2000, outer = false, keyed = Set(2))
+      try {
+        append(state, 2, 1, 1)
+        // Taken out of the store behind the manager's back: only a read from memory sees it.
+        state.rowsUnder(2, key(1)).rowKeys.foreach(store.remove(_, rowFamily(2)))
+        assert(valuesUnder(state, 2, 1) == Seq(1))
+        // Well past 2000 bytes: the rows are dropped from memory and read from the store.
+        (2 to 100).foreach(v => append(state, 2, 1, v))
+        assert(valuesUnder(state, 2, 1) == (2 to 100))
+        state.commit()
+      } finally {
+        state.abortIfNotCommitted()
+      }
+      // An input with earlier rows is read from the store however small this batch is.
+      val nextStore = provider.getStore(1)
+      val next = manager(nextStore, 1, Long.MaxValue, outer = false, keyed = Set(2))
+      try {
+        append(next, 2, 1, 101)
+        next.rowsUnder(2, key(1)).rowKeys.foreach(nextStore.remove(_, rowFamily(2)))
+        assert(valuesUnder(next, 2, 1).isEmpty)
+      } finally {
+        next.abortIfNotCommitted()
+      }
+    }
+  }
+
+  test("eviction removes exactly the rows at or below the bound") {
+    withProvider { provider =>
+      inBatch(provider, 0) { state =>
+        // Out of time order, with a tie and a time before 1970: the time index orders them.
+        for ((k, v, t) <- Seq((1, 1, 40L), (2, 2, 10L), (1, 3, 30L), (2, 4, -5L), (1, 5, 20L),
+            (3, 6, 20L))) {
+          append(state, 0, k, v, t)
+        }
+        append(state, 2, 1, 7)
+        state.commit()
+      }
+      inBatch(provider, 1) { state =>
+        assert(state.evict(0, 20) == 4)
+        assert(state.numEvictedRows == 4)
+        assert(state.rowCounts == Seq(2L, 0L, 1L))
+        assert(valuesUnder(state, 0, 1) == Seq(1, 3))
+        assert(valuesUnder(state, 0, 2).isEmpty)
+        assert(valuesUnder(state, 0, 3).isEmpty)
+        assert(state.evict(0, 29) == 0)
+        intercept[IllegalArgumentException](state.evict(2, Long.MaxValue))
+        assert(valuesUnder(state, 2, 1) == Seq(7))
+
+        // Rows of this batch, read from memory until some are evicted.
+        append(state, 1, 1, 8, 5)
+        append(state, 1, 1, 9, 50)
+        assert(state.evict(1, 10) == 1)
+        assert(valuesUnder(state, 1, 1) == Seq(9))
+        assert(state.numEvictedRows == 5)
+        assert(state.rowCounts == Seq(2L, 1L, 1L))
+        state.commit()
+      }
+      inBatch(provider, 2) { state =>
+        assert(state.rowCounts == Seq(2L, 1L, 1L))
+        assert(valuesUnder(state, 0, 1) == Seq(1, 3))
+        assert(state.evict(0, Long.MaxValue) == 2)
+        assert(state.rowCounts == Seq(0L, 1L, 1L))
+        assert(valuesUnder(state, 0, 1).isEmpty)
+      }
+    }
+  }
+
+  /** Per value of input `input`'s rows under `k`, the row's key in the input's family. */
+  private def rowKeys(state: MultiJoinStateManager, input: Int, k: Int): Map[Int, UnsafeRow] = {
+    val keyRows = state.rowsUnder(input, key(k))
+    keyRows.rows.map(_.getInt(1)).zip(keyRows.rowKeys).toMap
+  }
+
+  test("deciding rows are evicted with their matched masks") {
+    withProvider { provider =>
+      val keyed = Set(0, 1)
+      inBatch(provider, 0, outer = true, keyed = keyed) { state =>
+        Seq((1, 1, 10L), (1, 2, 20L), (1, 3, 30L), (2, 4, 15L)).foreach { case (k, v, t) =>
+          append(state, 0, k, v, t)
+        }
+        // Row keys read from memory, then used on the store.
+        val key1 = rowKeys(state, 0, 1)
+        state.setMatchedMask(key1(1), 0x2L)
+        state.setMatchedMask(key1(3), 0x6L)
+        state.commit()
+      }
+      inBatch(provider, 1, outer = true, keyed = keyed) { state =>
+        val stored = rowKeys(state, 0, 1) ++ rowKeys(state, 0, 2)
+        assert(stored.map { case (v, rowKey) => v -> state.matchedMask(rowKey) } ==
+          Map(1 -> 0x2L, 2 -> 0L, 3 -> 0x6L, 4 -> 0L))
+        state.setMatchedMask(stored(4), 0x4L)
+
+        val evicted = state.evictDecidingRows(0, 20)
+        append(state, 0, 1, 5, 40)
+        assert(Seq(1, 2, 4).map(v => state.matchedMask(stored(v))) == Seq(0L, 0L, 0L))
+        assert(state.matchedMask(stored(3)) == 0x6L)
+        assert(valuesUnder(state, 0, 1) == Seq(3, 5))
+        // Checked after those reads and writes: the rows returned must be copies of their own.
+        assert(evicted.map { case (row, mask) => row.getInt(1) -> mask }.toMap ==
+          Map(1 -> 0x2L, 2 -> 0L, 4 -> 0x4L))
+        assert(evicted.length == 3)
+        assert(state.numEvictedRows == 3)
+        assert(state.rowCounts == Seq(2L, 0L, 0L))
+
+        // A plain eviction drops the matched mask too.
+        append(state, 1, 1, 6, 5)
+        val outerRow = rowKeys(state, 1, 1)(6)
+        state.setMatchedMask(outerRow, 0x1L)
+        assert(state.evict(1, 5) == 1)
+        assert(state.matchedMask(outerRow) == 0L)
+        state.commit()
+      }
+      inBatch(provider, 2, outer = true, keyed = keyed) { state =>
+        val stored = rowKeys(state, 0, 1)
+        assert(stored.keySet == Set(3, 5))
+        assert(state.matchedMask(stored(3)) == 0x6L)
+        assert(state.matchedMask(stored(5)) == 0L)
+      }
+    }
+  }
+
+  test("a retried batch stores its rows once") {
+    withProvider { provider =>
+      inBatch(provider, 0) { state =>
+        append(state, 0, 1, 1, 10)
+        append(state, 2, 1, 2)
+        state.commit()
+      }
+      // The first attempt fails before committing.
+      inBatch(provider, 1) { state =>
+        append(state, 0, 1, 3, 20)
+        append(state, 1, 2, 4, 5)
+        assert(state.evict(0, 10) == 1)
+      }
+      // The retry sees the inputs' rows in another order, so its rows get other row keys: rows
+      // of the failed attempt left in the store would show twice.
+      inBatch(provider, 1) { state =>
+        assert(state.rowCounts == Seq(1L, 0L, 1L))
+        assert(earlierAndAdded(state.rowsUnder(0, key(1))) == ((Seq(1), Nil)))
+        assert(valuesUnder(state, 1, 2).isEmpty)
+        append(state, 1, 2, 4, 5)
+        append(state, 0, 1, 3, 20)
+        assert(state.evict(0, 10) == 1)
+        state.commit()
+      }
+      inBatch(provider, 2) { state =>
+        assert(state.rowCounts == Seq(1L, 1L, 1L))
+        assert(valuesUnder(state, 0, 1) == Seq(3))
+        assert(valuesUnder(state, 1, 2) == Seq(4))
+        assert(valuesUnder(state, 2, 1) == Seq(2))
+        assert(state.evict(0, 10) == 0)
+      }
+    }
+  }
+}

@@ -1,0 +1,192 @@
+package io.github.sparkmultijoin.optimizer
+
+import java.sql.Timestamp
+
+import io.github.sparkmultijoin.MultiJoinSuiteBase
+import io.github.sparkmultijoin.logical.MultiJoin
+
+import org.apache.spark.sql.{DataFrame, Encoder}
+import org.apache.spark.sql.catalyst.plans.LeftOuter
+import org.apache.spark.sql.catalyst.plans.logical.{Join, LogicalPlan}
+import org.apache.spark.sql.execution.streaming.runtime.MemoryStream
+import org.apache.spark.sql.functions.{col, expr}
+import org.apache.spark.sql.multijoin.MultiJoinConf
+import org.apache.spark.sql.types.BinaryType
+
+/**
+ * Which streaming joins the rule collapses, into what, and which it leaves as Spark planned them
+ * and why. Plans only: nothing runs here, so every shape costs milliseconds. That the answers
+ * are Spark's is the differential tests' job (tests/execution in Python, and
+ * StreamingMultiJoinExecSuite).
+ */
+class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
+  import spark.implicits._
+
+  private def stream[A: Encoder](columns: String*): DataFrame =
+    MemoryStream[A](implicitly[Encoder[A]], spark).toDF().toDF(columns: _*)
+
+  /** Input i: columns k<i>, v<i>. */
+  private def keyed(n: Int): Seq[DataFrame] = {
+    (0 until n).map(i => stream[(Int, Int)](s"k$i", s"v$i"))
+  }
+
+  /** Input i: columns k<i>, v<i> and the event time t<i> with a watermark. */
+  private def timed(n: Int): Seq[DataFrame] = {
+    (0 until n).map { i =>
+      stream[(Int, Int, Timestamp)](s"k$i", s"v$i", s"t$i").withWatermark(s"t$i", "10 seconds")
+    }
+  }
+
+  private def onKeys(j: Int, p: Int) = col(s"k$p") === col(s"k$j")
+
+  private def within(j: Int, p: Int, seconds: Int) =
+    expr(s"t$j BETWEEN t$p - INTERVAL $seconds SECONDS AND t$p + INTERVAL $seconds SECONDS")
+
+  private def chain(frames: Seq[DataFrame]): DataFrame =
+    frames.indices.tail.foldLeft(frames.head)((joined, j) => joined.join(frames(j), onKeys(j, 0)))
+
+  /**
+   * The optimized plan of `frame` with the multi-join on or off (optimized anew each time). A
+   * batch QueryExecution refuses streaming plans unless that check is off, as `explain()`'s is.
+   */
+  private def optimized(frame: DataFrame, enabled: Boolean): LogicalPlan =
+    withConf("spark.sql.streaming.unsupportedOperationCheck" -> "false") {
+      withMultiJoin(enabled) {
+        spark.sessionState.executePlan(frame.queryExecution.logical).optimizedPlan
+      }
+    }
+
+  private def multiJoins(frame: DataFrame): Seq[MultiJoin] =
+    optimized(frame, enabled = true).collect { case multiJoin: MultiJoin => multiJoin }
+
+  /** What the rule says of `frame`'s plan as the rule sees it, with the multi-join enabled. */
+  private def notes(frame: DataFrame): Seq[String] = {
+    val before = optimized(frame, enabled = false)
+    withMultiJoin(enabled = true)(CollapseStreamingJoinChains.rewrite(before)._2.map(_.message))
+  }
+
+  /** `frame` keeps Spark's plan exactly, and the rule says why, in words containing `reason`. */
+  private def assertKeptAsPlanned(frame: DataFrame, reason: String): Unit = {
+    assert(optimized(frame, enabled = true) == optimized(frame, enabled = false))
+    val said = notes(frame)
+    assert(said.exists(_.contains(reason)), said.mkString("\n"))
+  }
+
+  test("a chain of inner joins on one key collapses into one multi-join of all its inputs") {
+    val Seq(only) = multiJoins(chain(keyed(4)))
+    assert(only.children.length == 4 && only.keys.forall(_.length == 1))
+    assert(only.outerInputs.isEmpty && only.condition.isEmpty)
+  }
+
+  test("keys equal only transitively, composite keys, and bushy trees collapse") {
+    val Seq(a, b, c, d) = keyed(4)
+    val transitive = a.join(b, onKeys(1, 0)).join(c, onKeys(2, 1)).join(d, onKeys(3, 2))
+    assert(multiJoins(transitive).map(_.children.length) == Seq(4))
+
+    val composite = a.join(b, onKeys(1, 0) && col("v0") === col("v1"))
+      .join(c, onKeys(2, 1) && col("v1") === col("v2"))
+    assert(multiJoins(composite).map(_.keys.head.length) == Seq(2))
+
+    val bushy = a.join(b, onKeys(1, 0)).join(c.join(d, onKeys(3, 2)), onKeys(2, 0))
+    assert(multiJoins(bushy).map(_.children.length) == Seq(4))
+  }
+
+  test("other conditions stay with the multi-join, and the output is the chain's") {
+    val Seq(a, b, c) = keyed(3)
+    val frame = a.join(b, onKeys(1, 0) && col("v1") > col("v0"))
+      .withColumn("s", col("v0") + col("v1"))
+      .join(c, onKeys(2, 1) && col("v2") < col("s"))
+    val Seq(only) = multiJoins(frame)
+    assert(only.condition.isDefined)
+    def described(plan: LogicalPlan) = plan.output.map(a => (a.exprId, a.name, a.dataType))
+    assert(described(optimized(frame, enabled = true)) ==
+      described(optimized(frame, enabled = false)))
+  }
+
+  test("max-tables splits a chain into multi-joins of at most that many inputs") {
+    val frame = chain(keyed(5))
+    for ((maxTables, sizes) <- Seq(2 -> Seq(2, 2, 2, 2), 3 -> Seq(3, 3), 5 -> Seq(5))) {
+      withConf(MultiJoinConf.MAX_TABLES.key -> maxTables.toString) {
+        assert(multiJoins(frame).map(_.children.length).sorted == sizes, s"max $maxTables")
+      }
+    }
+  }
+
+  test("LEFT and RIGHT OUTER joins bounded in event time collapse, outer inputs marked") {
+    val Seq(a, b, c) = timed(3)
+    val left = a.join(b, onKeys(1, 0) && within(1, 0, 10), "left_outer")
+      .join(c, onKeys(2, 0) && within(2, 0, 20), "left_outer")
+    assert(multiJoins(left).map(_.outerInputs) == Seq(Seq(1, 2)))
+    val right = b.join(a, onKeys(1, 0) && within(1, 0, 10), "right_outer")
+      .join(c, onKeys(2, 0) && within(2, 0, 20))
+    assert(multiJoins(right).map(_.outerInputs) == Seq(Seq(0)))
+  }
+
+  test("batch queries are never rewritten") {
+    val tables = (0 until 3).map(i => Seq((1, i)).toDF(s"k$i", s"v$i"))
+    assert(multiJoins(chain(tables)).isEmpty)
+  }
+
+  test("nothing changes while the multi-join is disabled, and the rule says so") {
+    val frame = chain(keyed(3))
+    val disabled = optimized(frame, enabled = false)
+    val said = CollapseStreamingJoinChains.rewrite(disabled)._2.map(_.message)
+    assert(said.exists(_.contains(s"${MultiJoinConf.ENABLED.key} is false")), said)
+  }
+
+  test("two inputs, no common key, a static input or a FULL OUTER join keep Spark's plan") {
+    val Seq(a, b, c) = keyed(3)
+    assertKeptAsPlanned(a.join(b, onKeys(1, 0)), "two inputs")
+    assertKeptAsPlanned(a.join(b, onKeys(1, 0)).join(c, col("v2") === col("v1")),
+      "no common key")
+    val static = Seq((1, 1)).toDF("k9", "v9")
+    val withStatic = a.join(b, onKeys(1, 0)).join(static, col("k9") === col("k0"))
+      .join(c, onKeys(2, 0))
+    assertKeptAsPlanned(withStatic, "two inputs")
+    val Seq(x, y, z) = timed(3)
+    val fullOuter = x.join(y, onKeys(1, 0) && within(1, 0, 10))
+      .join(z, onKeys(2, 0) && within(2, 0, 10), "full_outer")
+    assertKeptAsPlanned(fullOuter, "FullOuter join keeps Spark's binary operator")
+  }
+
+  test("an outer join a multi-join cannot run stays binary, and the chain below collapses") {
+    val Seq(a, b, c, d) = keyed(4)
+    val frame = chain(Seq(a, b, c)).join(d, onKeys(3, 0), "left_outer")
+    val plan = optimized(frame, enabled = true)
+    assert(plan.collect { case multiJoin: MultiJoin => multiJoin.children.length } == Seq(3))
+    assert(plan.collect { case join: Join => join.joinType } == Seq(LeftOuter))
+  }
+
+  test("a collated string key is joined by its collation key, which compares by its bytes") {
+    // Spark rewrites a join on a UTF8_LCASE string into a join on its binary collation key
+    // before this rule runs; StreamingMultiJoinExecSuite checks the answer.
+    val lowerCase = keyed(3).zipWithIndex.map { case (frame, i) =>
+      frame.select(expr(s"collate(cast(k$i AS STRING), 'UTF8_LCASE')").as(s"s$i"), col(s"v$i"))
+    }
+    val frame = lowerCase(0).join(lowerCase(1), col("s0") === col("s1"))
+      .join(lowerCase(2), col("s1") === col("s2"))
+    val Seq(only) = multiJoins(frame)
+    assert(only.keys.flatten.map(_.dataType).distinct == Seq(BinaryType), only.keys)
+  }
+
+  test("a state store other than RocksDB keeps Spark's plan, with a warning naming the conf") {
+    val provider = "spark.sql.streaming.stateStore.providerClass"
+    withConf(provider ->
+        "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider") {
+      assertKeptAsPlanned(chain(keyed(3)), provider)
+    }
+  }
+
+  test("outer chains a multi-join cannot run keep Spark's plan") {
+    val Seq(a, b, c) = timed(3)
+    // c's ON clause equates its key to b's, which is null where b is padded: regression for a
+    // multi-join that joined c to a's padded rows through the shared key.
+    val onPaddedKey = a.join(b, onKeys(1, 0) && within(1, 0, 10), "left_outer")
+      .join(c, onKeys(2, 1) && expr("t2 BETWEEN t0 AND t0 + INTERVAL 20 SECONDS"), "left_outer")
+    assertKeptAsPlanned(onPaddedKey, "uses the null-padded side of another outer join")
+
+    val unbounded = a.join(b, onKeys(1, 0), "left_outer")
+      .join(c, onKeys(2, 0) && within(2, 0, 10), "left_outer")
+    assertKeptAsPlanned(unbounded, "bounding every input's event time")
+  }
+}
