@@ -1,11 +1,13 @@
-"""Example: a time-bounded chain with LEFT OUTER joins, in a shape Spark's own chain rejects.
+"""Example: nested LEFT OUTER joins, time-bounded, in a shape Spark's own chain rejects.
 
-Orders LEFT JOIN payments within an hour of the order, JOIN shipments within two days of the
-order, LEFT JOIN delivery scans within a day of the *shipment*. Bounding the scan on the
-shipment's time (not the order's) makes Spark's chain fail with MULTIPLE_EVENT_TIME_COLUMNS; one
-multi-join runs it, evicting state as the watermark passes, and its output equals the batch
-query's once a final far-future batch has moved the watermark past every row. Orders never paid
-within the hour, and shipments never scanned within the day, come out null-padded.
+Orders LEFT JOIN payments within an hour of the order, LEFT JOIN shipments within two days of
+the order, LEFT JOIN delivery scans within a day of the *shipment*: scans hang off shipments,
+themselves an outer input. Bounding the scan on the shipment's time (not the order's) makes
+Spark's chain fail with MULTIPLE_EVENT_TIME_COLUMNS; one multi-join runs it, evicting state as
+the watermark passes, and its output equals the batch query's once a final far-future batch has
+moved the watermark past every row. Orders never paid within the hour, orders never shipped
+within two days (and so never scanned), and shipments never scanned within the day come out
+null-padded.
 
     python examples/time_bounded_orders.py [--work /tmp/multijoin-time-bounded]
 """
@@ -80,7 +82,7 @@ def order_tracking(orders: DataFrame, payments: DataFrame, shipments: DataFrame,
                      "order_time + INTERVAL 1 HOUR"), "left_outer")
         .join(shipments.withWatermark("ship_time", "2 hours"),
               F.expr("order_id = ship_order AND ship_time BETWEEN order_time AND "
-                     "order_time + INTERVAL 2 DAYS"))
+                     "order_time + INTERVAL 2 DAYS"), "left_outer")
         .join(scans.withWatermark("scan_time", "2 hours"),
               F.expr("ship_order = scan_order AND scan_time BETWEEN ship_time AND "
                      "ship_time + INTERVAL 1 DAY"), "left_outer"))
@@ -112,12 +114,13 @@ def main() -> None:
 
     tables = [spark.read.schema(schema).json(str(args.work / "input" / name))
               for name, schema in SCHEMAS.items()]
-    # The far-future order is still waiting for its shipment: leave it out of the batch answer.
+    # The far-future order is still waiting for its payment: leave it out of the batch answer.
     expected = order_tracking(*tables).where("order_id >= 0")
     output = spark.read.parquet(str(args.work / "output"))
     same = output.exceptAll(expected).isEmpty() and expected.exceptAll(output).isEmpty()
     print(f"output rows: {output.count()}, batch answer: {expected.count()}, same rows: {same}")
     print(f"rows without a payment: {output.where('pay_order IS NULL').count()}, "
+          f"without a shipment: {output.where('ship_order IS NULL').count()}, "
           f"without a scan: {output.where('scan_order IS NULL').count()}")
     print(f"state rows after each batch: {state}")
     spark.stop()

@@ -17,7 +17,7 @@ both too, what storing them in Spark's own stateful operator costs (medians of t
 
 It writes `results.json`, `results.md` (the README's table) and `state_and_batch_duration.png`
 (state rows and batch duration per batch, both modes) to --out. `--tiny` divides the data by
-50, for a smoke run.
+50 (and time_bounded's batches from 20 to 6) and times everything once, for a smoke run.
 """
 
 from __future__ import annotations
@@ -113,7 +113,8 @@ def workloads(names: list[str], shrink: int) -> list[Workload]:
             chosen.append(keyed("primary_key", f"5 inputs, one row per key, {20000 // shrink} keys",
                                 [1, 1, 1, 1, 1], 20000 // shrink))
         elif name == "time_bounded":
-            chosen.append(time_bounded(keys=max(1, 300 // shrink), n_batches=20))
+            chosen.append(time_bounded(keys=max(1, 300 // shrink),
+                                       n_batches=20 if shrink == 1 else 6))
         elif name == "scale":
             for factor in (1, 4, 16):
                 keys = max(1, 125 * factor // shrink)
@@ -212,7 +213,7 @@ def batch_query_and_one_trigger(spark: SparkSession, workload: Workload,
 
 
 def streaming_floor(spark: SparkSession, workload: Workload, folder: Path,
-                    files_per_trigger: int = 1, store_rows: bool = False) -> float:
+                    files_per_trigger: int = 1, store_rows: bool = False, times: int = 3) -> float:
     """Seconds for a streaming query over the same inputs that joins nothing.
 
     Stateless: what any streaming query over these files costs before it joins anything, the
@@ -228,7 +229,7 @@ def streaming_floor(spark: SparkSession, workload: Workload, folder: Path,
         for frame in frames[1:]:
             unioned = unioned.unionAll(frame)
         return unioned.dropDuplicates(["input", "row"]) if store_rows else unioned.select("input")
-    return median_seconds(lambda: run_to_end(union(), folder / "checkpoint_floor"))
+    return median_seconds(lambda: run_to_end(union(), folder / "checkpoint_floor"), times)
 
 
 def ratio(a: float, b: float) -> float | None:
@@ -301,7 +302,8 @@ def main() -> None:
     parser.add_argument("--workloads", default="fanout,primary_key,time_bounded,scale")
     parser.add_argument("--out", type=Path, default=Path("benchmark-results"))
     parser.add_argument("--work", type=Path, default=Path("/tmp/multijoin-benchmark"))
-    parser.add_argument("--tiny", action="store_true", help="1/50 of the data, for a smoke run")
+    parser.add_argument("--tiny", action="store_true",
+                        help="1/50 of the data and one run of each timing, for a smoke run")
     args = parser.parse_args()
 
     chosen = workloads(args.workloads.split(","), shrink=50 if args.tiny else 1)
@@ -336,13 +338,15 @@ def main() -> None:
                   f"{result[mode]['state_rows_peak']} peak state rows", flush=True)
         (result["batch_query_seconds"],
          result["multi_join_one_trigger_seconds"]) = batch_query_and_one_trigger(
-            spark, workload, folder)
-        result["streaming_floor_seconds"] = streaming_floor(spark, workload, folder)
+            spark, workload, folder, times=1 if args.tiny else 5)
+        files, times = len(workload.batches[0]), 1 if args.tiny else 3
+        result["streaming_floor_seconds"] = streaming_floor(spark, workload, folder, times=times)
         result["streaming_floor_one_trigger_seconds"] = streaming_floor(
-            spark, workload, folder, files_per_trigger=len(workload.batches[0]))
+            spark, workload, folder, files_per_trigger=files, times=times)
         result["stored_rows_one_trigger_seconds"] = streaming_floor(
-            spark, workload, folder, files_per_trigger=len(workload.batches[0]), store_rows=True)
-        result["stored_rows_seconds"] = streaming_floor(spark, workload, folder, store_rows=True)
+            spark, workload, folder, files_per_trigger=files, store_rows=True, times=times)
+        result["stored_rows_seconds"] = streaming_floor(spark, workload, folder, store_rows=True,
+                                                        times=times)
         chain, multi = result["chain"], result["multi_join"]
         if chain["output_rows"] != multi["output_rows"]:
             raise SystemExit(f"{workload.name}: output rows differ: {chain['output_rows']} with "

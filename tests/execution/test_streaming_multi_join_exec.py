@@ -40,7 +40,8 @@ def test_random_chain_matches_spark_chain_and_batch(spark, tmp_path, seed):
                   f"batch rows memory {batch_rows_memory}"
 
     chain, multi = run_chain_and_multi(
-        spark, inputs, build, tmp_path, shuffle_partitions=shape.shuffle_partitions,
+        spark, inputs, build, tmp_path, chain_in_one_trigger=True,
+        shuffle_partitions=shape.shuffle_partitions,
         files_per_trigger=files_per_trigger, batch_rows_memory=batch_rows_memory)
 
     assert expected, "no random data joined: " + description
@@ -67,7 +68,8 @@ def test_fan_out_state_is_the_input_rows(spark, tmp_path):
         inputs.batches.append([rows[: len(rows) // 2], rows[len(rows) // 2:]])
     inputs.write()
 
-    chain, multi = run_chain_and_multi(spark, inputs, join_on_k, tmp_path)
+    chain, multi = run_chain_and_multi(spark, inputs, join_on_k, tmp_path,
+                                       chain_in_one_trigger=True)
     assert multi.rows == chain.rows == batch_rows(spark, inputs, join_on_k)
     input_rows = 20 * sum(fan_outs)
     assert multi.state_rows("multiJoin") == [input_rows]
@@ -91,7 +93,7 @@ def test_condition_on_keys_of_one_input_and_composite_keys(spark, tmp_path):
         return (a.join(b, (F.col("k") == F.col("k2")) & (F.col("k2") == F.col("j")))
                 .join(c, F.col("j") == F.col("k3")))
 
-    chain, multi = run_chain_and_multi(spark, inputs, build, tmp_path)
+    chain, multi = run_chain_and_multi(spark, inputs, build, tmp_path, chain_in_one_trigger=True)
     assert multi.rows == chain.rows == batch_rows(spark, inputs, build)
     assert sum(multi.rows.values()) > 0
     assert multi.multi_join_count == 1

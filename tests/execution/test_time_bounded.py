@@ -15,16 +15,18 @@ import pytest
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import functions as F
 
-from support.data import Inputs, timestamp, timestamp_value
-from support.generators import FAR_FUTURE_SECONDS, bounded_chain, random_bounds, timed_inputs
-from support.runs import batch_rows, run_chain_and_multi, run_stream, start_stream
+from support.data import timestamp_value
+from support.generators import (FAR_FUTURE_SECONDS, add_late_rows, bounded_chain, random_bounds,
+                                timed_inputs)
+from support.runs import (batch_rows, run_chain_and_multi, run_stream, start_reference,
+                          start_stream)
 
 
 def test_general_shape_fails_in_spark_and_runs_here(spark, tmp_path):
     """b is bounded by a, c by b: Spark's chain rejects it, the multi-join matches the batch."""
     inputs = timed_inputs(tmp_path / "inputs", random.Random(5), 3, n_batches=4)
     build = bounded_chain(parents=[0, 0, 1], bounds=[(0, 0), (30, 60), (20, 40)])
-    chain = start_stream(spark, inputs, build, enabled=False, checkpoint=tmp_path / "off")
+    chain = start_reference(spark, inputs, build, tmp_path / "off")
     multi = start_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
     with pytest.raises(StreamingQueryException, match="MULTIPLE_EVENT_TIME_COLUMNS"):
         chain.finish()
@@ -50,8 +52,7 @@ def test_random_time_bounded_chain(spark, tmp_path, seed):
     multi = start_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on",
                          shuffle_partitions=rng.choice([1, 3]),
                          batch_rows_memory="300b" if seed % 4 >= 2 else "32m")
-    chain = start_stream(spark, inputs, build, enabled=False, checkpoint=tmp_path / "off") \
-        if star else None
+    chain = start_reference(spark, inputs, build, tmp_path / "off") if star else None
     multi = multi.finish()
     assert multi.rows == batch_rows(spark, inputs, build), description
     assert multi.state_rows("multiJoin") == [2 * n_inputs], description
@@ -59,14 +60,6 @@ def test_random_time_bounded_chain(spark, tmp_path, seed):
     assert removed == sum(len(batch) for batches in inputs.batches for batch in batches[:-2])
     if chain is not None:
         assert chain.finish().rows == multi.rows, description
-
-
-def add_late_rows(inputs: Inputs, late_inputs: list[int], batch: int = 3) -> None:
-    """Rows far behind the watermark in `batch` of each of `late_inputs`."""
-    for i in late_inputs:
-        inputs.batches[i][batch] += [{f"k{i}": key, f"v{i}": 5, f"t{i}": timestamp(1)}
-                                     for key in range(4)]
-    inputs.write()
 
 
 def test_late_rows_of_the_first_joins_inputs_are_dropped_as_in_spark(spark, tmp_path):

@@ -156,13 +156,17 @@ FAR_FUTURE_SECONDS = 10 ** 6
 
 
 def timed_inputs(root: Path, rng: random.Random, n_inputs: int, n_batches: int,
-                 rows_per_batch: int = 8, n_keys: int = 4) -> Inputs:
+                 rows_per_batch: int = 8, n_keys: int = 4, null_keys: float = 0.0) -> Inputs:
     """Rows with event times growing batch by batch within the watermark delay (so none is late),
-    then two batches of far-future rows that join nothing (key 1000 + i in input i): they move
-    the watermark past every earlier row. Written."""
+    a `null_keys` share of them with a null key, then two batches of far-future rows that join
+    nothing (key 1000 + i in input i): they move the watermark past every earlier row. Written."""
     inputs = Inputs(root, [f"k{i} int, v{i} int, t{i} timestamp" for i in range(n_inputs)])
+
+    def key() -> int | None:
+        return None if rng.random() < null_keys else rng.randrange(n_keys)
+
     for i in range(n_inputs):
-        batches = [[{f"k{i}": rng.randrange(n_keys), f"v{i}": rng.randrange(10),
+        batches = [[{f"k{i}": key(), f"v{i}": rng.randrange(10),
                      f"t{i}": timestamp(b * BATCH_SECONDS + rng.uniform(0, BATCH_SECONDS))}
                     for _ in range(rows_per_batch)] for b in range(n_batches)]
         for far in (FAR_FUTURE_SECONDS, FAR_FUTURE_SECONDS + 1):
@@ -170,6 +174,14 @@ def timed_inputs(root: Path, rng: random.Random, n_inputs: int, n_batches: int,
         inputs.batches.append(batches)
     inputs.write()
     return inputs
+
+
+def add_late_rows(inputs: Inputs, late_inputs: list[int], batch: int = 3) -> None:
+    """Rows far behind the watermark in `batch` of each of `late_inputs`, written."""
+    for i in late_inputs:
+        inputs.batches[i][batch] += [{f"k{i}": key, f"v{i}": 5, f"t{i}": timestamp(1)}
+                                     for key in range(4)]
+    inputs.write()
 
 
 def random_bounds(rng: random.Random, n_inputs: int, lows: list[int],
@@ -204,3 +216,50 @@ def bounded_chain(parents: list[int], bounds: list[tuple[int, int]], drop_times:
 
     return build
 
+
+@dataclass
+class OuterTree:
+    """A chain of INNER, LEFT and RIGHT OUTER joins over timed inputs, each input joined to an
+    earlier one (its parent) on k and within an interval of its event time, its ON clause
+    maybe also bounding it against another earlier input, and equating its key to the parent's
+    or to another earlier input's."""
+
+    kinds: list[str]
+    parents: list[int]
+    bounds: list[tuple[int, int]]
+    key_partners: list[int]            # the earlier input whose k the ON clause equates to
+    extra_bounds: dict[int, int]       # input -> another earlier input it is bounded against
+
+    def describe(self) -> str:
+        return (f"kinds={self.kinds} parents={self.parents} bounds={self.bounds} "
+                f"key_partners={self.key_partners} extra_bounds={self.extra_bounds}")
+
+    def build(self, frames: list[DataFrame]) -> DataFrame:
+        frames = [frame.withWatermark(f"t{i}", DELAY) for i, frame in enumerate(frames)]
+        joined = frames[0]
+        for j in range(1, len(frames)):
+            lo, hi = self.bounds[j]
+            on = (F.col(f"k{self.key_partners[j]}") == F.col(f"k{j}")) & F.expr(
+                f"t{j} BETWEEN t{self.parents[j]} - INTERVAL {lo} SECONDS AND "
+                f"t{self.parents[j]} + INTERVAL {hi} SECONDS")
+            if j in self.extra_bounds:
+                other = self.extra_bounds[j]
+                on = on & F.expr(f"t{j} BETWEEN t{other} - INTERVAL 90 SECONDS AND "
+                                 f"t{other} + INTERVAL 90 SECONDS")
+            if self.kinds[j] == "right_outer":
+                joined = frames[j].join(joined, on, "right_outer")
+            else:
+                joined = joined.join(frames[j], on, self.kinds[j])
+        return joined
+
+
+def random_outer_tree(rng: random.Random, n_inputs: int) -> OuterTree:
+    kinds = ["inner"] + [rng.choice(["inner", "left_outer", "left_outer", "right_outer"])
+                         for _ in range(1, n_inputs)]
+    if all(kind == "inner" for kind in kinds):
+        kinds[-1] = "left_outer"
+    parents = [0] + [rng.randrange(j) for j in range(1, n_inputs)]
+    key_partners = [0] + [rng.choice([parents[j], rng.randrange(j)]) for j in range(1, n_inputs)]
+    extra_bounds = {j: rng.randrange(j) for j in range(2, n_inputs) if rng.random() < 0.3}
+    return OuterTree(kinds, parents, random_bounds(rng, n_inputs, [0, 15, 40], [10, 30, 60]),
+                     key_partners, extra_bounds)

@@ -3,6 +3,11 @@
 `start_stream` starts a query and returns at once, so that a test can run Spark's chain and the
 multi-join over the same files at the same time; `finish` waits for it and collects what it
 emitted. Each query takes its confs when it starts (Spark clones the session for it).
+
+Spark's chain is the reference, run with the multi-join disabled: its answer depends neither on
+the state store nor on the number of partitions, and on one partition of Spark's in-memory
+(HDFS-backed) store it runs several times faster than on RocksDB. The multi-join runs as users
+run it, on RocksDB.
 """
 
 from __future__ import annotations
@@ -73,6 +78,11 @@ def _set_confs(spark: SparkSession, settings: dict[str, object]) -> None:
             spark.conf.set(key, value)
 
 
+_PROVIDER_KEY = "spark.sql.streaming.stateStore.providerClass"
+_REFERENCE_PROVIDER = ("org.apache.spark.sql.execution.streaming.state."
+                       "HDFSBackedStateStoreProvider")
+
+
 def multi_join_conf(spark: SparkSession, *, enabled: bool | None,
                     max_tables: int | None = None, batch_rows_memory: str | None = None,
                     shuffle_partitions: int = 2) -> dict[str, object]:
@@ -80,6 +90,12 @@ def multi_join_conf(spark: SparkSession, *, enabled: bool | None,
     return {ENABLED_KEY: enabled, MAX_TABLES_KEY: max_tables,
             batch_rows_memory_key(spark): batch_rows_memory,
             "spark.sql.shuffle.partitions": shuffle_partitions}
+
+
+def reference_conf(spark: SparkSession) -> dict[str, object]:
+    """The confs Spark's chain runs with as the reference (see the module's doc)."""
+    return {**multi_join_conf(spark, enabled=False, shuffle_partitions=1),
+            _PROVIDER_KEY: _REFERENCE_PROVIDER}
 
 
 _query_counter = iter(range(1_000_000))
@@ -123,13 +139,22 @@ def run_stream(spark: SparkSession, inputs: Inputs, build: QueryBuilder, **optio
     return start_stream(spark, inputs, build, **options).finish()
 
 
+def start_reference(spark: SparkSession, inputs: Inputs, build: QueryBuilder, checkpoint: Path,
+                    files_per_trigger: int = 1) -> RunningStream:
+    """Starts Spark's chain as the reference (see the module's doc)."""
+    with session_conf(spark, reference_conf(spark)):
+        return RunningStream(spark, build(inputs.streams(spark, files_per_trigger)), checkpoint)
+
+
 def run_chain_and_multi(spark: SparkSession, inputs: Inputs, build: QueryBuilder, folder: Path,
+                        chain_in_one_trigger: bool = False,
                         **multi_options) -> tuple[StreamRun, StreamRun]:
-    """Spark's chain and the multi-join over the same files, at the same time, to the end.
-    `multi_options` go to the multi-join only; Spark's chain takes its shuffle partitions too."""
-    partitions = multi_options.get("shuffle_partitions", 2)
-    chain = start_stream(spark, inputs, build, enabled=False, checkpoint=folder / "chain",
-                         shuffle_partitions=partitions)
+    """Spark's chain (the reference) and the multi-join over the same files, at the same time,
+    to the end; `multi_options` go to the multi-join. Without watermarks the chain's answer
+    does not depend on how the files are split into micro-batches: `chain_in_one_trigger`
+    takes them all at once."""
+    chain = start_reference(spark, inputs, build, folder / "chain",
+                            files_per_trigger=10 ** 6 if chain_in_one_trigger else 1)
     multi = start_stream(spark, inputs, build, enabled=True, checkpoint=folder / "multi",
                          **multi_options)
     return chain.finish(), multi.finish()

@@ -1,35 +1,28 @@
 package io.github.sparkmultijoin.execution
 
+import scala.collection.mutable
+
+import io.github.sparkmultijoin.analysis.{Conjunct, InputColumns, JoinTree}
+import io.github.sparkmultijoin.execution.state.{KeyRows, MultiJoinStateManager}
+
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{And, Attribute, AttributeSet, BasePredicate, Expression, GenericInternalRow, Predicate, PredicateHelper, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{And, Attribute, BasePredicate, Expression, GenericInternalRow, Predicate, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.util.{ArrayData, MapData}
+import org.apache.spark.sql.execution.metric.SQLMetric
 import org.apache.spark.sql.types.{DataType, Decimal}
 import org.apache.spark.unsafe.types.{BinaryView, CalendarInterval, TimestampNanosVal, UTF8String, VariantVal}
 
 /**
- * The pieces of [[StreamingMultiJoinExec]]'s algorithm that do not touch state.
+ * The pieces of [[StreamingMultiJoinExec]]'s algorithm that do not touch state, and the two
+ * classes that do a partition's work with them: [[DeltaJoiner]] (new rows) and
+ * [[OuterJoinPadder]] (null-padded rows).
  *
- * A new row of input i is joined with the stored rows of the other inputs, taken one input at a
- * time in a probe order. Each conjunct of the condition is checked as soon as every input it
- * references is bound, so a combination that fails it is abandoned before the inputs after it
- * are enumerated.
+ * A bound row (a new row, or a combination of several inputs' rows) is joined with the stored
+ * rows of the other inputs, taken one input at a time in a probe order. Each conjunct of the
+ * condition is checked as soon as every input it references is bound, so a combination that
+ * fails it is abandoned before the inputs after it are enumerated.
  */
-object StreamingMultiJoinHelper extends PredicateHelper {
-
-  /**
-   * A conjunct of a multi-join's condition. `outerInput` is the LEFT OUTER input whose ON
-   * clause it belongs to: it decides whether that input matches, and is not checked when that
-   * input is null-padded. Core conjuncts (None) hold for every output row.
-   */
-  case class Conjunct(expression: Expression, outerInput: Option[Int])
-
-  def conjuncts(
-      condition: Option[Expression],
-      outerConditions: Seq[Option[Expression]]): Seq[Conjunct] =
-    condition.toSeq.flatMap(splitConjunctivePredicates).map(Conjunct(_, None)) ++
-      outerConditions.zipWithIndex.flatMap { case (on, input) =>
-        on.toSeq.flatMap(splitConjunctivePredicates).map(Conjunct(_, Some(input)))
-      }
+object StreamingMultiJoinHelper {
 
   /**
    * How rows already bound (a new row, or a combination of several inputs' rows) are joined:
@@ -46,27 +39,16 @@ object StreamingMultiJoinHelper extends PredicateHelper {
       inputs: Seq[Seq[Attribute]],
       conjuncts: Seq[Conjunct],
       newInput: Int,
-      padded: Set[Int] = Set.empty): ProbePlan =
-    probePlanAfter(inputs, conjuncts, Seq(newInput), padded)
-
-  /** The probe plan for the rows of the inputs `bound`, already bound. */
-  def probePlanAfter(
-      inputs: Seq[Seq[Attribute]],
-      conjuncts: Seq[Conjunct],
-      bound: Seq[Int],
-      padded: Set[Int]): ProbePlan = {
-    // By expression id: a child's output may differ from the condition's attributes in
-    // nullability (a Filter below makes them non-nullable).
-    val inputSets = inputs.map(AttributeSet(_))
-    def inputsOf(conjunct: Conjunct): Set[Int] = inputs.indices.filter { input =>
-      conjunct.expression.references.intersect(inputSets(input)).nonEmpty
-    }.toSet ++ conjunct.outerInput
-    val probeOrder = inputs.indices.filter(i => !bound.contains(i) && !padded(i)).toArray
-    // The step after which all of a conjunct's inputs are bound: 0 is the bound rows.
-    val boundAt = bound.map(_ -> 0).toMap ++
+      padded: Set[Int] = Set.empty): ProbePlan = {
+    val columns = new InputColumns(inputs)
+    def inputsOf(conjunct: Conjunct): Set[Int] =
+      columns.inputsOf(conjunct.expression) ++ conjunct.outerInput
+    val probeOrder = inputs.indices.filter(i => i != newInput && !padded(i)).toArray
+    // The step after which all of a conjunct's inputs are bound: 0 is the new row.
+    val boundAt = Map(newInput -> 0) ++
       probeOrder.zipWithIndex.map { case (input, depth) => input -> (depth + 1) }
     val byStep = conjuncts.filterNot(_.outerInput.exists(padded))
-      .groupBy(conjunct => (inputsOf(conjunct) + bound.head).map(boundAt).max)
+      .groupBy(conjunct => (inputsOf(conjunct) + newInput).map(boundAt).max)
     def checkAt(step: Int) = byStep.get(step).map(_.map(_.expression).reduce(And))
     ProbePlan(probeOrder, checkAt(0), probeOrder.indices.map(d => checkAt(d + 1)).toArray)
   }
@@ -202,5 +184,247 @@ object StreamingMultiJoinHelper extends PredicateHelper {
       false
     }
     override def next(): A = rows.next()
+  }
+}
+
+import StreamingMultiJoinHelper._
+
+/**
+ * What a partition's work is compiled from, once per task: the inputs' key and row
+ * projections, the probe plans with their predicates, and the bound rows they are checked on.
+ *
+ * @param keys      per input, its key expressions
+ * @param inputs    per input, its output columns
+ * @param output    the operator's output: the inputs' columns one after the other
+ * @param conjuncts the inner joins' conjuncts and those of each outer input's ON clause
+ * @param tree      how the inputs are joined
+ */
+class CompiledJoin(
+    keys: Seq[Seq[Expression]],
+    val inputs: Seq[Seq[Attribute]],
+    output: Seq[Attribute],
+    conjuncts: Seq[Conjunct],
+    val tree: JoinTree) {
+
+  /** A probe plan with its predicates compiled (null where there is nothing to check). */
+  class CompiledPlan(val plan: ProbePlan) {
+    val onNewRow: BasePredicate = predicate(plan.checkOnNewRow, output)
+    val afterProbe: Array[BasePredicate] = plan.checksAfterProbe.map(predicate(_, output))
+  }
+
+  val keyProjections: Seq[UnsafeProjection] =
+    keys.zip(inputs).map { case (key, columns) => UnsafeProjection.create(key, columns) }
+  private val rowProjections = inputs.map(columns => UnsafeProjection.create(columns, columns))
+  val bound = new BoundRows(inputs.map(_.length))
+  val project: UnsafeProjection = UnsafeProjection.create(output, output)
+
+  /** Per input, how its new rows are joined with all other inputs' rows. */
+  val deltaPlans: Seq[CompiledPlan] = probePlans(inputs, conjuncts).map(new CompiledPlan(_))
+
+  /** The deciding row's combinations with the other inner inputs' rows, outer inputs left out. */
+  lazy val innerPlan: CompiledPlan = new CompiledPlan(
+    probePlan(inputs, conjuncts, tree.decidingInput.get, tree.outerInputs.toSet))
+
+  /** Per outer input, its whole ON clause, over the bound rows. */
+  val onClauses: Map[Int, BasePredicate] = tree.outerInputs.map { outer =>
+    outer -> predicate(conjuncts.filter(_.outerInput.contains(outer)).map(_.expression)
+      .reduceOption(And), output)
+  }.toMap
+
+  /** Binds `row` of `input` and nothing else. */
+  def bindOnly(input: Int, row: InternalRow): Unit = {
+    inputs.indices.foreach(bound.clear)
+    bound.bind(input, row)
+  }
+
+  /** Whether the bound rows pass `check` (null: nothing to check). */
+  def passes(check: BasePredicate): Boolean = check == null || check.eval(bound.row)
+
+  /** `row` of `input` as an UnsafeRow, as the state stores it. */
+  def toUnsafe(input: Int, row: InternalRow): UnsafeRow = row match {
+    case unsafeRow: UnsafeRow => unsafeRow // as rows come from the shuffle: the store copies it
+    case _ => rowProjections(input)(row)
+  }
+
+  /**
+   * Every combination of the bound row(s) with the stored rows of the inputs `compiled`
+   * probes, or nothing when one of them has none.
+   */
+  def combinations[A](compiled: CompiledPlan, stored: Int => Array[UnsafeRow])(
+      emit: Array[Int] => A): Iterator[A] = {
+    val plan = compiled.plan
+    val matches = plan.probeOrder.map(stored)
+    if (matches.exists(_.isEmpty)) Iterator.empty
+    else new Combinations(matches, plan.probeOrder, compiled.afterProbe, bound, emit)
+  }
+}
+
+/**
+ * The delta join of one partition's micro-batch. All new rows are stored first (a late row, one
+ * with a null key and one that fails a conjunct of its own input alone are not); then, per key
+ * they were stored under, each input's rows under it are read once, and every combination with
+ * at least one new row is emitted exactly once: a new row of input i joins all rows of the
+ * inputs before i and the earlier rows of the inputs after it. This is the N-way delta join
+ * `dA join B join C + A' join dB join C + A' join B' join dC`, where primes are states updated
+ * by this batch. The inputs that added nothing under a key are read first, as the likeliest to
+ * have no rows there, after which the key is dropped.
+ *
+ * @param join        the compiled conditions and projections
+ * @param state       the partition's state
+ * @param padder      null-pads a deciding row with a null key, where one comes out at once
+ * @param lateAtOrBelowMicros rows with an event time at or below it are late (the previous
+ *                    batch's watermark), None before there is one
+ * @param timeOrdinals per input, the ordinal of its event time in its rows
+ * @param numLateRows counts the late rows dropped
+ */
+class DeltaJoiner(
+    join: CompiledJoin,
+    state: MultiJoinStateManager,
+    padder: OuterJoinPadder,
+    lateAtOrBelowMicros: Option[Long],
+    timeOrdinals: Seq[Option[Int]],
+    numLateRows: SQLMetric) {
+
+  // Per set of inputs that added rows under a key (a bit mask), the order to read them in.
+  private val readOrders = mutable.HashMap.empty[Long, Array[Int]]
+
+  /** Stores a new row, unless it is late or can join nothing; what it emits at once. */
+  def store(input: Int, row: InternalRow): Iterator[InternalRow] = {
+    if (isLate(input, row)) {
+      numLateRows += 1
+      Iterator.empty
+    } else {
+      val key = join.keyProjections(input)(row)
+      if (key.anyNull) {
+        padder.padWithoutKey(input, row)
+      } else {
+        join.bindOnly(input, row)
+        if (join.passes(join.deltaPlans(input).onNewRow)) {
+          state.append(input, key, join.toUnsafe(input, row))
+        }
+        Iterator.empty
+      }
+    }
+  }
+
+  private def isLate(input: Int, row: InternalRow): Boolean = timeOrdinals(input).exists {
+    ordinal => lateAtOrBelowMicros.exists(watermark =>
+      !row.isNullAt(ordinal) && row.getLong(ordinal) <= watermark)
+  }
+
+  /** The combinations with a row of this batch, over every key this batch stored rows under. */
+  def joinAddedKeys(): Iterator[InternalRow] =
+    state.keysAdded.flatMap { case (key, addedInputs) => joinKey(key, addedInputs) }
+
+  private def joinKey(key: UnsafeRow, addedInputs: Long): Iterator[InternalRow] = {
+    val order = readOrder(addedInputs)
+    val rowsOf = new Array[KeyRows](order.length)
+    var read = 0
+    while (read < order.length) {
+      rowsOf(order(read)) = state.rowsUnder(order(read), key)
+      if (rowsOf(order(read)).rows.isEmpty) return Iterator.empty
+      read += 1
+    }
+    order.iterator.filter(inMask(addedInputs, _)).flatMap { input =>
+      rowsOf(input).addedRows.iterator.flatMap { row =>
+        join.bindOnly(input, row)
+        join.combinations(join.deltaPlans(input), probed =>
+          if (probed < input) rowsOf(probed).rows else rowsOf(probed).earlierRows
+        )(_ => join.project(join.bound.row))
+      }
+    }
+  }
+
+  private def readOrder(addedInputs: Long): Array[Int] = readOrders.getOrElseUpdate(
+    addedInputs, join.inputs.indices.sortBy(inMask(addedInputs, _)).toArray)
+
+  private def inMask(mask: Long, input: Int): Boolean = (mask & (1L << input)) != 0
+}
+
+/**
+ * Null-padding. When rows of the deciding input are evicted, no row to come can join them, so
+ * every output row with one of them is final. Each evicted row's output rows are enumerated
+ * once more, as Spark's chain of joins gives them: its combinations with the other inner
+ * inputs' rows, each extended by the outer inputs in the order their joins apply, with every
+ * row of an outer input that satisfies its ON clause (read with nulls for the inputs padded so
+ * far) or, where none does, nulls. Those with a padded input come out; the others came out
+ * when their last row arrived. Every row they need is still stored: the other inputs' rows are
+ * kept while a deciding row they can join is ([[io.github.sparkmultijoin.analysis.EventTimeBounds]]).
+ *
+ * @param join              the compiled conditions and projections
+ * @param state             the partition's state
+ * @param numNullPaddedRows counts the null-padded rows emitted
+ */
+class OuterJoinPadder(
+    join: CompiledJoin,
+    state: MultiJoinStateManager,
+    numNullPaddedRows: SQLMetric) {
+
+  private val outerOrder = join.tree.outerOrder.toArray
+
+  /** The null-padded output rows of the deciding rows `evicted`. */
+  def padEvicted(evicted: Iterator[UnsafeRow]): Iterator[InternalRow] = {
+    val decider = join.tree.decidingInput.get
+    // Several rows evicted under one key read its rows once.
+    val rowsByKey = mutable.HashMap.empty[UnsafeRow, Int => Array[UnsafeRow]]
+    evicted.flatMap { row =>
+      val key = join.keyProjections(decider)(row).copy()
+      val stored = rowsByKey.getOrElseUpdate(key, {
+        val rows = mutable.HashMap.empty[Int, Array[UnsafeRow]]
+        input => rows.getOrElseUpdate(input, state.rowsUnder(input, key).rows)
+      })
+      padded(row, stored)
+    }
+  }
+
+  /**
+   * A row with a null key joins no row; a deciding row that is the only inner input's comes out
+   * at once, every outer input padded, as Spark's chain gives it.
+   */
+  def padWithoutKey(input: Int, row: InternalRow): Iterator[InternalRow] =
+    if (!join.tree.decidingInput.contains(input) || join.tree.innerInputs != Seq(input)) {
+      Iterator.empty
+    } else {
+      padded(row, _ => Array.empty[UnsafeRow])
+    }
+
+  private def padded(
+      decidingRow: InternalRow,
+      stored: Int => Array[UnsafeRow]): Iterator[InternalRow] = {
+    val inner = join.innerPlan
+    join.bindOnly(join.tree.decidingInput.get, decidingRow)
+    if (!join.passes(inner.onNewRow)) {
+      Iterator.empty
+    } else {
+      join.combinations(inner, stored)(_ => ()).flatMap(_ => extend(0, stored, padded = false))
+    }
+  }
+
+  /** The output rows of the rows bound so far, with the outer inputs from `step` on. */
+  private def extend(
+      step: Int,
+      stored: Int => Array[UnsafeRow],
+      padded: Boolean): Iterator[InternalRow] = {
+    if (step == outerOrder.length) {
+      if (!padded) Iterator.empty else {
+        numNullPaddedRows += 1
+        Iterator.single(join.project(join.bound.row))
+      }
+    } else {
+      val outer = outerOrder(step)
+      val matches = stored(outer).filter { row =>
+        join.bound.bind(outer, row)
+        join.passes(join.onClauses(outer))
+      }
+      if (matches.isEmpty) {
+        join.bound.clear(outer)
+        extend(step + 1, stored, padded = true)
+      } else {
+        matches.iterator.flatMap { row =>
+          join.bound.bind(outer, row)
+          extend(step + 1, stored, padded)
+        }
+      }
+    }
   }
 }

@@ -4,12 +4,11 @@ import java.util.concurrent.ConcurrentHashMap
 
 import scala.collection.mutable
 
-import io.github.sparkmultijoin.execution.EventTimeBounds
-import io.github.sparkmultijoin.execution.StreamingMultiJoinHelper.Conjunct
+import io.github.sparkmultijoin.analysis.{Conjunct, EventTimeBounds, InputColumns, JoinTree}
 import io.github.sparkmultijoin.logical.MultiJoin
 
 import org.apache.spark.internal.Logging
-import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeSet, EqualTo, ExprId, Expression, Literal, NamedExpression, PredicateHelper}
+import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeSet, EqualTo, ExprId, Expression, Literal, NamedExpression}
 import org.apache.spark.sql.catalyst.plans.{Inner, LeftOuter, RightOuter}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, Join, LogicalPlan, Project}
 import org.apache.spark.sql.catalyst.rules.Rule
@@ -17,31 +16,34 @@ import org.apache.spark.sql.catalyst.util.UnsafeRowUtils
 import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
 
 /**
- * Rewrites a chain of streaming inner joins on one shared key into one [[MultiJoin]].
+ * Rewrites a chain of streaming joins on one shared key into one [[MultiJoin]].
  *
  * Why: Spark runs `a JOIN b JOIN c ...` as one binary stateful join per JOIN, and every join
  * after the first stores the joined output of the joins below it. With fan-out that state grows
  * with the product of the inputs. One operator over all inputs needs only the input rows.
  *
- * What qualifies: a maximal tree of inner joins whose two sides are both streaming, seen through
- * the deterministic Projects and Filters that Spark's optimizer leaves between joins, with at
- * least three inputs, whose equi-join conditions put every input on one key: a class of
- * expressions made equal, directly or transitively, with a member over each input (several such
- * classes make a composite key). Conjuncts not implied by that key stay with the multi-join as
- * its condition. Projects between the joins are folded in (their aliases are substituted into
- * the conditions and recomputed on top), so the rewritten plan has exactly the output attributes
- * of the original and the rest of the plan is untouched.
+ * What qualifies: a maximal tree of INNER, LEFT OUTER and RIGHT OUTER joins whose two sides are
+ * both streaming, seen through the deterministic Projects and Filters that Spark's optimizer
+ * leaves between joins, with at least three inputs, whose equi-join conditions put every input
+ * on one key: a class of expressions made equal, directly or transitively, with a member over
+ * each input (several such classes make a composite key). Inner conjuncts not implied by that
+ * key stay with the multi-join as its condition; each outer input keeps its whole ON clause.
+ * With outer joins, the inputs form a [[JoinTree]] ([[outerJoinTree]] says when one can run
+ * them). Projects between the joins are folded in (their aliases are substituted into the
+ * conditions and recomputed on top), so the rewritten plan has exactly the output attributes of
+ * the original and the rest of the plan is untouched.
  *
  * Anything else stays as Spark planned it and the reason is logged once: the extension is
  * disabled, an input is static, a join is of another type, there is no common key, the key's
- * type cannot be compared by its bytes, or the state store cannot hold the state. Where the inputs
- * have event times, an input that no interval condition bounds is warned of. Batch plans
- * are never touched.
+ * type cannot be compared by its bytes, an outer chain breaks a rule of the tree, or the state
+ * store cannot hold the state. Where the inputs have event times, an input that no interval
+ * condition bounds is warned of. Batch plans are never touched.
  *
  * It runs once, after Spark's operator optimizations (as a pre-CBO rule), so the joins it sees
- * have their filters and projections pushed down, and it never sees its own output again.
+ * have their filters and projections pushed down (and outer joins whose nulls a later
+ * condition rejects already made inner), and it never sees its own output again.
  */
-object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelper with Logging {
+object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
 
   /**
    * Operator id of the first multi-join in a plan; the following ones count up from it. Spark
@@ -122,22 +124,27 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
 
   /**
    * The inputs and conditions of a chain, with the aliases of the Projects inside it. A conjunct
-   * of a LEFT OUTER join's ON clause is owned by the join's null-padded input.
+   * of a LEFT OUTER join's ON clause is owned by the join's null-padded input; `outerOrder` has
+   * the null-padded inputs in the order their joins apply, from the bottom of the plan up.
    */
   private class Chain {
     val inputs = mutable.ArrayBuffer.empty[LogicalPlan]
-    val outer = mutable.ArrayBuffer.empty[Boolean]
+    val outerOrder = mutable.ArrayBuffer.empty[Int]
     val conjuncts = mutable.ArrayBuffer.empty[Conjunct]
     val aliases = mutable.HashMap.empty[ExprId, Expression]
 
-    def addInput(input: LogicalPlan, isOuter: Boolean): Int = {
+    def addInput(input: LogicalPlan): Int = {
       inputs += input
-      outer += isOuter
       inputs.length - 1
     }
 
+    def addOuterJoin(padded: Int, condition: Option[Expression]): Unit = {
+      outerOrder += padded
+      addConjuncts(condition, Some(padded))
+    }
+
     def addConjuncts(condition: Option[Expression], owner: Option[Int]): Unit =
-      conjuncts ++= condition.toSeq.flatMap(splitConjunctivePredicates).map(Conjunct(_, owner))
+      conjuncts ++= Conjunct.split(condition, owner)
 
     def inline(expression: Expression): Expression = expression.transformUp {
       case attribute: Attribute if aliases.contains(attribute.exprId) => aliases(attribute.exprId)
@@ -160,12 +167,12 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
       chain.addConjuncts(condition, None)
     case Join(left, right, LeftOuter, condition, _) if continuesChain(plan) =>
       flatten(left, chain)
-      chain.addConjuncts(condition, Some(chain.addInput(right, isOuter = true)))
+      chain.addOuterJoin(chain.addInput(right), condition)
     case Join(left, right, RightOuter, condition, _) if continuesChain(plan) =>
-      // The same as a LEFT OUTER join with the sides swapped.
-      val padded = chain.addInput(left, isOuter = true)
+      // The same as a LEFT OUTER join with the sides swapped; the output keeps their order.
+      val padded = chain.addInput(left)
       flatten(right, chain)
-      chain.addConjuncts(condition, Some(padded))
+      chain.addOuterJoin(padded, condition)
     case Project(projectList, child) if continuesChain(plan) =>
       flatten(child, chain)
       projectList.foreach {
@@ -176,7 +183,7 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
       flatten(child, chain)
       chain.addConjuncts(Some(condition), None)
     case input =>
-      chain.addInput(input, isOuter = false)
+      chain.addInput(input)
   }
 
   /** `join` collapsed with the chain below it, or why it stays as Spark planned it. */
@@ -210,21 +217,19 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
     }
 
     val groupSize = MultiJoinConf.maxTables(conf).getOrElse(inputs.length)
-    val outerJoins = if (chain.outer.contains(true)) {
-      outerChainProblem(inputs, chain.outer.toSeq, conjuncts, keyClasses, groupSize) match {
+    val tree = if (chain.outerOrder.isEmpty) JoinTree.inner(groupSize min inputs.length) else {
+      outerJoinTree(inputs, chain.outerOrder.toSeq, conjuncts, keyClasses, groupSize) match {
         case Left(problem) =>
           return Left(s"A chain of ${inputs.length} streaming joins with outer joins stays as " +
             s"Spark planned it: $problem ($names).")
-        case Right(anchorsAndDecider) => Some(anchorsAndDecider)
+        case Right(tree) => tree
       }
-    } else {
-      None
     }
-    val firstGroup =
-      multiJoin(inputs.take(groupSize), conjuncts, keyClasses, outerJoins, nextOperatorId)
+    val firstGroup = multiJoin(inputs.take(groupSize), conjuncts, keyClasses, tree, nextOperatorId)
     val (collapsed, leftOver) = inputs.drop(groupSize).grouped(groupSize - 1)
       .foldLeft(firstGroup) { case ((below, pending), group) =>
-        multiJoin(below +: group, pending, keyClasses, None, nextOperatorId)
+        multiJoin(below +: group, pending, keyClasses, JoinTree.inner(group.length + 1),
+          nextOperatorId)
       }
     assert(leftOver.isEmpty, s"conditions not placed in any multi-join: $leftOver")
     notes ++= unboundedInputWarnings(collapsed)
@@ -234,14 +239,14 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
   }
 
   /**
-   * A multi-join of `inputs`, with the conjuncts of `pending` that only its inputs reference,
-   * and the conjuncts left for the multi-joins above it.
+   * A multi-join of `inputs` joined as `tree`, with the conjuncts of `pending` that only its
+   * inputs reference, and the conjuncts left for the multi-joins above it.
    */
   private def multiJoin(
       inputs: Seq[LogicalPlan],
       pending: Seq[Conjunct],
       keyClasses: Seq[Seq[(Int, Expression)]],
-      outerJoins: Option[(Map[Int, Int], Int)],
+      tree: JoinTree,
       nextOperatorId: Iterator[Long]): (MultiJoin, Seq[Conjunct]) = {
     val output = AttributeSet(inputs.flatMap(_.output))
     val (placed, rest) = pending.partition(_.expression.references.subsetOf(output))
@@ -252,80 +257,103 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
         }.get
       }
     }
-    val residual = placed.filterNot(conjunct => impliedByKeys(conjunct.expression, keys))
-    // `outerJoins` maps each outer input to its anchor. Owners index the chain's inputs, which
-    // are this multi-join's inputs when there are outer joins (such chains are never split).
-    val anchorOf = outerJoins.map(_._1).getOrElse(Map.empty[Int, Int])
-    val outerInputs = anchorOf.keys.toSeq.sorted
-    val onClauses = outerInputs.map { input =>
-      residual.filter(_.outerInput.contains(input)).map(_.expression)
-        .reduceOption(And).getOrElse(Literal.TrueLiteral)
+    // Owners index the chain's inputs, which are this multi-join's inputs when there are outer
+    // joins (such chains are never split). An ON clause keeps its key equalities: where the
+    // input they equate it to is padded, they are what makes it match nothing.
+    val core = placed.filter(_.outerInput.isEmpty).map(_.expression)
+      .filterNot(impliedByKeys(_, keys)).reduceOption(And)
+    val onClauses = inputs.indices.map { input =>
+      placed.filter(_.outerInput.contains(input)).map(_.expression).reduceOption(And)
+        .getOrElse(Literal.TrueLiteral)
     }
     val normalizedKeys = keys.map(_.map(SparkInternals.normalizeFloatingNumbers))
-    val core = residual.filter(_.outerInput.isEmpty).map(_.expression).reduceOption(And)
-    val anchors = outerInputs.map(anchorOf)
-    val multiJoin = MultiJoin(inputs, normalizedKeys, core, outerInputs, onClauses, anchors,
-      outerJoins.map(_._2), nextOperatorId.next())
-    (multiJoin, rest)
+    (MultiJoin(inputs, normalizedKeys, core, tree, onClauses, nextOperatorId.next()), rest)
   }
 
   /**
-   * For a chain with outer joins, each outer input's anchor (the inner input its ON clause
-   * refers to) and the deciding input, or why one multi-join cannot run the chain. An outer
-   * input's matches are kept per row of its anchor, and null-padded rows come out when a row of
-   * the deciding input (the first inner input) is evicted; so an ON clause may use only its own
-   * input and one inner input, nothing else may use an outer input (it would see nulls), and
-   * every input must be bounded in event time.
+   * How a chain with outer joins joins its inputs ([[JoinTree]]), or why one multi-join cannot
+   * run it. Null-padded rows come out when the deciding input's rows are evicted, so every input
+   * must be bounded in event time. The inner joins' conditions may not read an outer input (its
+   * nulls would reach them; Spark has already made inner the outer joins whose padded rows a
+   * later condition rejects). And every join must equate the key itself, as the multi-join
+   * looks every input's rows up by the shared key: an outer input's ON clause to an input joined
+   * before it, the inner joins among the inner inputs.
    */
-  private def outerChainProblem(
+  private def outerJoinTree(
       inputs: Seq[LogicalPlan],
-      outer: Seq[Boolean],
+      outerOrder: Seq[Int],
       conjuncts: Seq[Conjunct],
       keyClasses: Seq[Seq[(Int, Expression)]],
-      groupSize: Int): Either[String, (Map[Int, Int], Int)] = {
+      groupSize: Int): Either[String, JoinTree] = {
     if (groupSize < inputs.length) {
       return Left(s"${MultiJoinConf.MAX_TABLES.key} = $groupSize would split it")
     }
-    def inputsOf(expression: Expression): Set[Int] = inputs.indices.filter { input =>
-      expression.references.intersect(inputs(input).outputSet).nonEmpty
-    }.toSet
-    val outerInputs = inputs.indices.filter(outer)
-    conjuncts.find(c => c.outerInput.isEmpty && inputsOf(c.expression).exists(outer))
-      .foreach { conjunct =>
-        return Left(s"${conjunct.expression.sql} uses the null-padded side of an outer join")
-      }
-    def isKeyEquality(expression: Expression) = expression match {
-      case EqualTo(left, right) => keyClasses.exists { members =>
-        members.exists(_._2.semanticEquals(left)) && members.exists(_._2.semanticEquals(right))
-      }
-      case _ => false
+    val columns = new InputColumns(inputs.map(_.output))
+    val inner = inputs.indices.filterNot(outerOrder.contains)
+    conjuncts.find { conjunct =>
+      conjunct.outerInput.isEmpty && columns.inputsOf(conjunct.expression).exists(outerOrder.contains)
+    }.foreach { conjunct =>
+      return Left(s"${conjunct.expression.sql} uses the null-padded side of an outer join")
     }
-    val deciding = inputs.indices.find(!outer(_)).get
-    val anchors = outerInputs.map { outerInput =>
-      val onClause = conjuncts.filter(_.outerInput.contains(outerInput)).map(_.expression)
-      // A key equality too: `c.k = b.k` with b padded is null, so c matches nothing there, while
-      // the shared key the multi-join enforces would still join c to the other inputs.
-      if (onClause.exists(expression => (inputsOf(expression) - outerInput).exists(outer))) {
-        return Left(s"the ON clause of ${describe(inputs(outerInput))} uses the null-padded " +
-          "side of another outer join")
-      }
-      val partners = onClause.filterNot(isKeyEquality)
-        .flatMap(expression => inputsOf(expression) - outerInput).toSet
-      if (partners.size > 1) {
-        return Left(s"the ON clause of ${describe(inputs(outerInput))} uses more than one " +
-          "inner input; the multi-join keeps matches per row of one")
-      }
-      outerInput -> partners.headOption.getOrElse(deciding)
+    innerKeyProblem(inputs, inner, conjuncts, keyClasses).foreach(problem => return Left(problem))
+    val joinOrder = inner ++ outerOrder
+    val parents = outerOrder.zipWithIndex.map { case (outer, place) =>
+      val joinedBefore = joinOrder.take(inner.length + place)
+      val onClause = conjuncts.filter(_.outerInput.contains(outer)).map(_.expression)
+      outerKeyProblem(inputs, outer, onClause, joinedBefore, keyClasses)
+        .foreach(problem => return Left(problem))
+      val reads = onClause.flatMap(columns.inputsOf).toSet - outer
+      outer -> joinedBefore.filter(reads).lastOption.getOrElse(inner.head)
     }.toMap
-    val offsets = EventTimeBounds.evictionOffsets(
-      inputs.map(_.output), conjuncts.map(_.expression).reduceOption(And), Some(deciding))
+    val tree = JoinTree(inputs.indices.map(parents.get), outerOrder)
+    val offsets = EventTimeBounds.evictionOffsets(inputs.map(_.output), conjuncts, tree)
     if (offsets.exists(_.isEmpty)) {
       return Left("an outer join's null-padded rows come out once the watermark shows a row " +
         "can no longer match, which needs watermarks and interval conditions bounding every " +
         "input's event time")
     }
-    Right((anchors, deciding))
+    Right(tree)
   }
+
+  /** Why the inner inputs do not share the key through the inner joins' conditions, if so. */
+  private def innerKeyProblem(
+      inputs: Seq[LogicalPlan],
+      inner: Seq[Int],
+      conjuncts: Seq[Conjunct],
+      keyClasses: Seq[Seq[(Int, Expression)]]): Option[String] = {
+    lazy val innerClasses = EquivalentKeys.spanning(inner.map(inputs),
+      conjuncts.filter(_.outerInput.isEmpty).map(_.expression))
+    keyClasses.find { members =>
+      val innerMembers = members.filter { case (input, _) => inner.contains(input) }.map(_._2)
+      inner.length > 1 && !innerClasses.exists { innerClass =>
+        innerMembers.forall(member => innerClass.exists(_._2.semanticEquals(member)))
+      }
+    }.map { members =>
+      s"the inner joins do not equate the key (${members.map(_._2.sql).mkString(", ")}) " +
+        "among the inner inputs themselves"
+    }
+  }
+
+  /** Why `outer`'s ON clause does not equate its key to an input joined before it, if so. */
+  private def outerKeyProblem(
+      inputs: Seq[LogicalPlan],
+      outer: Int,
+      onClause: Seq[Expression],
+      joinedBefore: Seq[Int],
+      keyClasses: Seq[Seq[(Int, Expression)]]): Option[String] =
+    keyClasses.find { members =>
+      def memberOf(side: Expression, of: Int => Boolean) =
+        members.exists { case (input, member) => of(input) && member.semanticEquals(side) }
+      !onClause.exists {
+        case EqualTo(left, right) =>
+          (memberOf(left, _ == outer) && memberOf(right, joinedBefore.contains)) ||
+            (memberOf(right, _ == outer) && memberOf(left, joinedBefore.contains))
+        case _ => false
+      }
+    }.map { members =>
+      s"the ON clause of ${describe(inputs(outer))} does not equate its key " +
+        s"(${members.map(_._2.sql).mkString(", ")}) to that of an input joined before it"
+    }
 
   /** Whether `conjunct` equates two inputs' keys at the same position, which the join enforces. */
   private def impliedByKeys(conjunct: Expression, keys: Seq[Seq[Expression]]): Boolean = {
@@ -358,8 +386,8 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
     val outputs = multiJoin.children.map(_.output)
     val times = EventTimeBounds.eventTimeColumns(outputs)
     val own = if (times.exists(_.isDefined)) {
-      val condition = (multiJoin.condition ++ multiJoin.outerConditions.flatten).reduceOption(And)
-      EventTimeBounds.evictionOffsets(outputs, condition, multiJoin.decidingInput)
+      val conjuncts = Conjunct.all(multiJoin.condition, multiJoin.outerConditions)
+      EventTimeBounds.evictionOffsets(outputs, conjuncts, multiJoin.tree)
         .zip(multiJoin.children)
         .zip(times).collect { case ((None, input), time) =>
           val why = if (time.isEmpty) "it has no event-time column with a watermark" else

@@ -19,13 +19,12 @@ import org.apache.spark.sql.multijoin.SparkInternals
  */
 case class MultiJoinStrategy(session: SparkSession) extends SparkStrategy {
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
-    case multiJoin @ MultiJoin(children, keys, condition, _, _, _, decidingInput, operatorId) =>
+    case multiJoin @ MultiJoin(children, keys, condition, tree, _, operatorId) =>
       StreamingMultiJoinExec(
         keys,
         condition,
+        tree,
         multiJoin.outerConditions,
-        multiJoin.anchors,
-        decidingInput,
         SparkInternals.stateInfo(session, operatorId),
         children.map(planLater)) :: Nil
     case _ => Nil

@@ -142,7 +142,7 @@ class StreamingMultiJoinExecSuite extends MultiJoinSuiteBase {
         assert(run.stateRows("multiJoin") == Seq(3L), "only the rows at 200 s are left")
       }
       val all = build(inputs.tables).collect()
-      assert(keysAndPadding(all) == Seq(1 -> true, 2 -> false, 3 -> false, 9 -> false))
+      assert(keysAndPadding(all.toSeq) == Seq(1 -> true, 2 -> false, 3 -> false, 9 -> false))
     }
   }
 

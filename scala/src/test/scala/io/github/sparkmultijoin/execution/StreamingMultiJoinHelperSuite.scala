@@ -2,7 +2,8 @@ package io.github.sparkmultijoin.execution
 
 import scala.util.Random
 
-import io.github.sparkmultijoin.execution.StreamingMultiJoinHelper.{conjuncts, predicate, probePlan, probePlans, BoundRows, Combinations}
+import io.github.sparkmultijoin.analysis.Conjunct
+import io.github.sparkmultijoin.execution.StreamingMultiJoinHelper.{predicate, probePlan, probePlans, BoundRows, Combinations}
 import org.scalatest.funsuite.AnyFunSuite
 
 import org.apache.spark.sql.catalyst.InternalRow
@@ -28,7 +29,7 @@ class StreamingMultiJoinHelperSuite extends AnyFunSuite {
     val withFirstProbe = EqualTo(v2, v0)
     val withLastProbe = GreaterThan(Add(v1, v3), Literal(3))
     val condition = Seq(onlyNewRow, withFirstProbe, withLastProbe).reduce(And)
-    val plan = probePlans(attributes, conjuncts(Some(condition), Seq.fill(4)(None)))(2)
+    val plan = probePlans(attributes, Conjunct.all(Some(condition), Seq.fill(4)(None)))(2)
     assert(plan.probeOrder.toSeq == Seq(0, 1, 3))
     assert(plan.checkOnNewRow.contains(onlyNewRow))
     assert(plan.checksAfterProbe.toSeq == Seq(Some(withFirstProbe), None, Some(withLastProbe)))
@@ -39,14 +40,14 @@ class StreamingMultiJoinHelperSuite extends AnyFunSuite {
     val Seq(v0, v1, v2) = attributes.map(_.head)
     val core = GreaterThan(v1, v0)
     val onClauseOfInput2 = GreaterThan(v2, v0)
-    val all = conjuncts(Some(core), Seq(None, None, Some(onClauseOfInput2)))
+    val all = Conjunct.all(Some(core), Seq(None, None, Some(onClauseOfInput2)))
     val padded = probePlan(attributes, all, newInput = 0, padded = Set(2))
     assert(padded.probeOrder.toSeq == Seq(1))
     assert(padded.checksAfterProbe.toSeq == Seq(Some(core)))
     val unpadded = probePlan(attributes, all, newInput = 0)
     assert(unpadded.checksAfterProbe.toSeq == Seq(Some(core), Some(onClauseOfInput2)))
     // An ON clause that only reads the anchor still waits for its own input to be bound.
-    val anchorOnly = conjuncts(None, Seq(None, None, Some(GreaterThan(v0, Literal(3)))))
+    val anchorOnly = Conjunct.all(None, Seq(None, None, Some(GreaterThan(v0, Literal(3)))))
     assert(probePlan(attributes, anchorOnly, newInput = 0).checkOnNewRow.isEmpty)
   }
 
@@ -61,7 +62,7 @@ class StreamingMultiJoinHelperSuite extends AnyFunSuite {
       val condition = Not(
         EqualTo(Remainder(Add(values(a), values(b)), Literal(3)), Literal(0)))
       val newInput = random.nextInt(n)
-      val plan = probePlans(attributes, conjuncts(Some(condition), Seq.fill(n)(None)))(newInput)
+      val plan = probePlans(attributes, Conjunct.all(Some(condition), Seq.fill(n)(None)))(newInput)
       val stored = plan.probeOrder.map(_ => Seq.fill(random.nextInt(4))(random.nextInt(10)))
       val newValue = random.nextInt(10)
 

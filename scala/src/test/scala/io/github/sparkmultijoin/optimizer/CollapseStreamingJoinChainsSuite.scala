@@ -75,7 +75,7 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
   test("a chain of inner joins on one key collapses into one multi-join of all its inputs") {
     val Seq(only) = multiJoins(chain(keyed(4)))
     assert(only.children.length == 4 && only.keys.forall(_.length == 1))
-    assert(only.outerInputs.isEmpty && only.condition.isEmpty)
+    assert(only.tree.outerInputs.isEmpty && only.condition.isEmpty)
   }
 
   test("keys equal only transitively, composite keys, and bushy trees collapse") {
@@ -116,10 +116,10 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
     val Seq(a, b, c) = timed(3)
     val left = a.join(b, onKeys(1, 0) && within(1, 0, 10), "left_outer")
       .join(c, onKeys(2, 0) && within(2, 0, 20), "left_outer")
-    assert(multiJoins(left).map(_.outerInputs) == Seq(Seq(1, 2)))
+    assert(multiJoins(left).map(_.tree.outerInputs) == Seq(Seq(1, 2)))
     val right = b.join(a, onKeys(1, 0) && within(1, 0, 10), "right_outer")
       .join(c, onKeys(2, 0) && within(2, 0, 20))
-    assert(multiJoins(right).map(_.outerInputs) == Seq(Seq(0)))
+    assert(multiJoins(right).map(_.tree.outerInputs) == Seq(Seq(0)))
   }
 
   test("batch queries are never rewritten") {
@@ -177,16 +177,43 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
     }
   }
 
-  test("outer chains a multi-join cannot run keep Spark's plan") {
-    val Seq(a, b, c) = timed(3)
-    // c's ON clause equates its key to b's, which is null where b is padded: regression for a
-    // multi-join that joined c to a's padded rows through the shared key.
+  test("nested outer joins collapse into a tree: each outer input off the input it reads last") {
+    val Seq(a, b, c, d) = timed(4)
+    // Orders, shipments (LEFT OUTER on the order), scans (LEFT OUTER on the shipment).
+    val nested = a.join(b, onKeys(1, 0) && within(1, 0, 10), "left_outer")
+      .join(c, onKeys(2, 1) && within(2, 1, 10), "left_outer")
+    assert(multiJoins(nested).map(_.tree.parents) == Seq(Seq(None, Some(0), Some(1))))
+    // The regression shape: c equates its key to b's and bounds its time by a's; it reads b, so
+    // it hangs off b, and where b is padded it matches nothing.
     val onPaddedKey = a.join(b, onKeys(1, 0) && within(1, 0, 10), "left_outer")
       .join(c, onKeys(2, 1) && expr("t2 BETWEEN t0 AND t0 + INTERVAL 20 SECONDS"), "left_outer")
-    assertKeptAsPlanned(onPaddedKey, "uses the null-padded side of another outer join")
+    assert(multiJoins(onPaddedKey).map(_.tree.parents) == Seq(Seq(None, Some(0), Some(1))))
+    // RIGHT OUTER is LEFT OUTER swapped: d (padded) is first in the output, joined last.
+    val right = d.join(a.join(b, onKeys(1, 0) && within(1, 0, 10)), onKeys(3, 1) &&
+      within(3, 1, 10), "right_outer")
+    val Seq(swapped) = multiJoins(right)
+    assert(swapped.tree.outerOrder == Seq(0) && swapped.tree.parents.head.isDefined)
+  }
 
+  test("outer chains a multi-join cannot run keep Spark's plan, and say why") {
+    val Seq(a, b, c) = timed(3)
     val unbounded = a.join(b, onKeys(1, 0), "left_outer")
       .join(c, onKeys(2, 0) && within(2, 0, 10), "left_outer")
     assertKeptAsPlanned(unbounded, "bounding every input's event time")
+
+    // b's key is equated to the others' only by c's ON clause: b itself matches any key.
+    val keyOnlyLater = a.join(b, within(1, 0, 10), "left_outer")
+      .join(c, onKeys(2, 0) && onKeys(2, 1) && within(2, 0, 10), "left_outer")
+    assertKeptAsPlanned(keyOnlyLater, "does not equate its key")
+
+    // The inner input c shares the key with a only through b's ON clause.
+    val innerKeyThroughOuter = a.join(c, within(2, 0, 10))
+      .join(b, onKeys(1, 0) && onKeys(1, 2) && within(1, 0, 10), "left_outer")
+    assertKeptAsPlanned(innerKeyThroughOuter, "among the inner inputs themselves")
+
+    // A condition after an outer join that accepts its padded rows.
+    val readsPadded = a.join(b, onKeys(1, 0) && within(1, 0, 10), "left_outer")
+      .join(c, onKeys(2, 0) && within(2, 0, 10) && expr("v1 IS NULL OR v2 >= v1"))
+    assertKeptAsPlanned(readsPadded, "uses the null-padded side of an outer join")
   }
 }

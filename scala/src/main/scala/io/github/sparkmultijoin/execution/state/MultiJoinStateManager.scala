@@ -22,12 +22,9 @@ import org.apache.spark.sql.types.{BooleanType, DataType, IntegerType, LongType,
  *    so eviction reads exactly the rows it removes and stops at the first one it keeps.
  *  - `rowCounts`: key = input index, value = how many rows of that input are stored, so that the
  *    operator can report its rows per input (and in total) without scanning.
- *  - `matched`, with LEFT OUTER inputs: key = a stored row's key in an anchor input's family
- *    (row keys are unique across inputs: the row index counts all of a partition's rows);
- *    value = a bit mask of the LEFT OUTER inputs anchored there that the row has matched,
- *    absent while none. The outer inputs a combination's anchor rows never matched are the
- *    ones its output rows null-pad.
- * Nothing but input rows and their index is stored.
+ * Nothing but input rows and their index is stored: which outer inputs a row matched is read
+ * from the rows themselves when it is needed. (Layout version 2; version 1 also kept a
+ * `matched` family of bit masks per row with outer joins.)
  *
  * A batch that is retried reloads the store at the batch's version, so its row indexes start
  * over without clashing with stored rows.
@@ -43,9 +40,6 @@ import org.apache.spark.sql.types.{BooleanType, DataType, IntegerType, LongType,
  * @param keySchema     the join key's schema, the same for all inputs
  * @param inputSchemas  the schema of each input's rows
  * @param timeOrdinals  per input, the ordinal of its event time in its rows, if it has one
- * @param hasOuterInputs whether there are LEFT OUTER inputs, whose matches are kept
- * @param keyedInputs   the inputs whose rows are read with their keys (the anchors of LEFT
- *                      OUTER inputs, whose row keys address their matched bits)
  * @param batchId       the micro-batch being processed
  * @param batchRowsMemoryBytes how much of the batch's rows to keep in memory
  */
@@ -54,15 +48,12 @@ class MultiJoinStateManager(
     keySchema: StructType,
     inputSchemas: Seq[StructType],
     timeOrdinals: Seq[Option[Int]],
-    hasOuterInputs: Boolean,
-    keyedInputs: Set[Int],
     batchId: Long,
     batchRowsMemoryBytes: Long) {
 
   import MultiJoinStateManager._
 
-  columnFamilySchemas(keySchema, inputSchemas, timeOrdinals.map(_.isDefined), hasOuterInputs)
-    .values.foreach {
+  columnFamilySchemas(keySchema, inputSchemas, timeOrdinals.map(_.isDefined)).values.foreach {
     schema =>
       store.createColFamilyIfAbsent(schema.colFamilyName, schema.keySchema, schema.valueSchema,
         schema.keyStateEncoderSpec.get)
@@ -114,10 +105,7 @@ class MultiJoinStateManager(
   def keysAdded: Iterator[(UnsafeRow, Long)] =
     batchKeys.entrySet.iterator.asScala.map(entry => (entry.getKey, entry.getValue.inputs))
 
-  /**
-   * The rows of `input` stored under `key`, this batch's included, copied so that they can be
-   * held; with their keys in the input's family when it is a keyed input.
-   */
+  /** The rows of `input` stored under `key`, this batch's included, copied to be held. */
   def rowsUnder(input: Int, key: UnsafeRow): KeyRows =
     if (readsFromMemory(input)) {
       rowsInMemory(input, key)
@@ -128,38 +116,26 @@ class MultiJoinStateManager(
   private def rowsInMemory(input: Int, key: UnsafeRow): KeyRows = {
     val batchKey = batchKeys.get(key)
     if (batchKey == null || batchKey.rows(input) == null) {
-      new KeyRows(Array.empty, if (keyedInputs(input)) Array.empty else null, numEarlier = 0)
+      new KeyRows(Array.empty, numEarlier = 0)
     } else {
-      new KeyRows(batchKey.rows(input).toArray,
-        if (keyedInputs(input)) batchKey.rowKeys(input).toArray else null, numEarlier = 0)
+      new KeyRows(batchKey.rows(input).toArray, numEarlier = 0)
     }
   }
 
   private def rowsInStore(input: Int, key: UnsafeRow): KeyRows = {
-    val withKeys = keyedInputs(input)
     val earlier, added = ArrayBuffer.empty[UnsafeRow]
-    val earlierKeys, addedKeys = ArrayBuffer.empty[UnsafeRow]
     val scan = store.prefixScan(key, rowFamilies(input))
     try {
       scan.foreach { pair =>
         val isAdded = pair.key.getLong(keySchema.length) == batchId
         (if (isAdded) added else earlier) += pair.value.copy()
-        if (withKeys) (if (isAdded) addedKeys else earlierKeys) += pair.key.copy()
       }
     } finally {
       scan.close()
     }
     val numEarlier = earlier.length
-    new KeyRows((earlier ++= added).toArray,
-      if (withKeys) (earlierKeys ++= addedKeys).toArray else null, numEarlier)
+    new KeyRows((earlier ++= added).toArray, numEarlier)
   }
-
-  /** The LEFT OUTER inputs the anchor row stored under `rowKey` has matched, as a bit mask. */
-  def matchedMask(rowKey: UnsafeRow): Long =
-    Option(store.get(rowKey, MatchedFamily)).map(_.getLong(0)).getOrElse(0L)
-
-  def setMatchedMask(rowKey: UnsafeRow, mask: Long): Unit =
-    store.put(rowKey, countValue(InternalRow(mask)), MatchedFamily)
 
   /** Stores `row` (an UnsafeRow of the input's schema) of `input` under `key`. */
   def append(input: Int, key: UnsafeRow, row: UnsafeRow): Unit = {
@@ -183,16 +159,9 @@ class MultiJoinStateManager(
     }
     batchKey.inputs |= 1L << input
     if (readsFromMemory(input)) {
-      if (batchKey.rows(input) == null) {
-        batchKey.rows(input) = ArrayBuffer.empty
-        if (keyedInputs(input)) batchKey.rowKeys(input) = ArrayBuffer.empty
-      }
+      if (batchKey.rows(input) == null) batchKey.rows(input) = ArrayBuffer.empty
       batchKey.rows(input) += row.copy()
       batchRowsBytes += row.getSizeInBytes + ObjectOverheadBytes
-      if (keyedInputs(input)) {
-        batchKey.rowKeys(input) += rowKey.copy()
-        batchRowsBytes += rowKey.getSizeInBytes + ObjectOverheadBytes
-      }
       if (batchRowsBytes > batchRowsMemoryBytes) dropBatchRowsInMemory()
     }
   }
@@ -207,22 +176,17 @@ class MultiJoinStateManager(
    * those (and the first row kept). Returns how many were removed.
    */
   def evict(input: Int, maxTimeMicros: Long): Long =
-    dueRowKeys(input, maxTimeMicros).map { rowKey =>
-      store.remove(rowKey, rowFamilies(input))
-      if (hasOuterInputs) store.remove(rowKey, MatchedFamily)
-    }.length
+    dueRowKeys(input, maxTimeMicros).map(store.remove(_, rowFamilies(input))).length
 
   /**
    * Removes the deciding input's rows at or below `maxTimeMicros` like [[evict]], and returns
-   * them with their matched masks, for null-padding.
+   * them, for null-padding.
    */
-  def evictDecidingRows(input: Int, maxTimeMicros: Long): Array[(UnsafeRow, Long)] =
+  def evictDecidingRows(input: Int, maxTimeMicros: Long): Array[UnsafeRow] =
     dueRowKeys(input, maxTimeMicros).map { rowKey =>
       val row = store.get(rowKey, rowFamilies(input)).copy()
-      val mask = matchedMask(rowKey)
       store.remove(rowKey, rowFamilies(input))
-      if (mask != 0L) store.remove(rowKey, MatchedFamily)
-      (row, mask)
+      row
     }
 
   /** Takes the due rows of `input` off its time index and the counts; the caller removes them. */
@@ -263,10 +227,9 @@ class MultiJoinStateManager(
 
 /**
  * An input's rows stored under one join key: first the `numEarlier` stored by earlier batches,
- * then those this batch stored. `rowKeys` are their keys in the input's family, for a keyed
- * input (else null).
+ * then those this batch stored.
  */
-class KeyRows(val rows: Array[UnsafeRow], val rowKeys: Array[UnsafeRow], numEarlier: Int) {
+class KeyRows(val rows: Array[UnsafeRow], numEarlier: Int) {
 
   def isAdded(position: Int): Boolean = position >= numEarlier
 
@@ -278,17 +241,13 @@ class KeyRows(val rows: Array[UnsafeRow], val rowKeys: Array[UnsafeRow], numEarl
 
 /**
  * A join key this batch stored rows under: the inputs that added them (a bit mask) and, while
- * the batch's rows are kept in memory, per input the rows (and, for keyed inputs, their keys).
+ * the batch's rows are kept in memory, per input the rows.
  */
 private class BatchKey(numInputs: Int) {
   var inputs = 0L
   val rows = new Array[ArrayBuffer[UnsafeRow]](numInputs)
-  val rowKeys = new Array[ArrayBuffer[UnsafeRow]](numInputs)
 
-  def dropRows(): Unit = {
-    java.util.Arrays.fill(rows.asInstanceOf[Array[AnyRef]], null)
-    java.util.Arrays.fill(rowKeys.asInstanceOf[Array[AnyRef]], null)
-  }
+  def dropRows(): Unit = java.util.Arrays.fill(rows.asInstanceOf[Array[AnyRef]], null)
 }
 
 object MultiJoinStateManager {
@@ -300,8 +259,6 @@ object MultiJoinStateManager {
   private val ObjectOverheadBytes = 48
 
   val RowCountsFamily = "rowCounts"
-
-  val MatchedFamily = "matched"
 
   def rowFamily(input: Int): String = s"input$input"
 
@@ -328,8 +285,7 @@ object MultiJoinStateManager {
   def columnFamilySchemas(
       keySchema: StructType,
       inputSchemas: Seq[StructType],
-      hasEventTime: Seq[Boolean],
-      hasOuterInputs: Boolean): Map[String, StateStoreColFamilySchema] = {
+      hasEventTime: Seq[Boolean]): Map[String, StateStoreColFamilySchema] = {
     val rowKeySchema = stateKeySchema(keySchema)
     val timeKeySchema = timeIndexKeySchema(keySchema)
     def family(
@@ -345,12 +301,6 @@ object MultiJoinStateManager {
     }
     val counts = family(RowCountsFamily, new StructType().add("input", IntegerType),
       new StructType().add("rows", LongType), NoPrefixKeyStateEncoderSpec(_))
-    val matched = if (hasOuterInputs) {
-      Seq(family(MatchedFamily, rowKeySchema, new StructType().add("mask", LongType),
-        NoPrefixKeyStateEncoderSpec(_)))
-    } else {
-      Nil
-    }
-    (rows ++ times ++ matched :+ counts).toMap
+    (rows ++ times :+ counts).toMap
   }
 }

@@ -6,7 +6,7 @@ import scala.collection.mutable
 import scala.util.Random
 
 import io.github.sparkmultijoin.MultiJoinSuiteBase
-import io.github.sparkmultijoin.execution.state.MultiJoinStateManager.rowFamily
+import io.github.sparkmultijoin.execution.state.MultiJoinStateManager.{rowFamily, timeFamily}
 import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.sql.catalyst.InternalRow
@@ -63,17 +63,44 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
     split
   }
 
-  /** Per row value, its key in the input's family as (batch, row index); rowKeys must align. */
-  private def rowPositions(keyRows: KeyRows): Map[Int, (Long, Long)] = {
-    assert(keyRows.rowKeys != null && keyRows.rowKeys.length == keyRows.rows.length)
-    keyRows.rows.zip(keyRows.rowKeys).map { case (row, rowKey) =>
-      assert(rowKey.getInt(0) == row.getInt(0), "a row key of another join key")
-      row.getInt(1) -> ((rowKey.getLong(1), rowKey.getLong(2)))
-    }.toMap
+  /**
+   * The rows of `input` under `k` as the store holds them, read past the manager with a prefix
+   * scan over the input's family: (row key, row), copied. A row key is the join key's columns,
+   * then the row's batch and row index.
+   */
+  private def storedRows(store: StateStore, input: Int, k: Int): Seq[(UnsafeRow, UnsafeRow)] = {
+    val scan = store.prefixScan(key(k), rowFamily(input))
+    try scan.map(pair => (pair.key.copy(), pair.value.copy())).toList
+    finally scan.close()
   }
 
-  private def masks(state: MultiJoinStateManager): Map[Int, Long] =
-    state.keysAdded.map { case (k, mask) => k.getInt(0) -> mask }.toMap
+  /** Per row value of `input` under `k`, its key in the input's family as (batch, row index). */
+  private def rowPositions(store: StateStore, input: Int, k: Int): Map[Int, (Long, Long)] = {
+    val rows = storedRows(store, input, k)
+    rows.map { case (rowKey, row) =>
+      assert(rowKey.numFields == 3, "a row key is the join key, the batch and the row index")
+      assert(rowKey.getInt(0) == k && row.getInt(0) == k, s"a row of another join key under $k")
+      row.getInt(1) -> ((rowKey.getLong(1), rowKey.getLong(2)))
+    }.toMap.ensuring(_.size == rows.size, "two stored rows with the same value")
+  }
+
+  /** Removes the rows of `input` under `k` from the store behind the manager's back; how many. */
+  private def removeBehindBack(store: StateStore, input: Int, k: Int): Int = {
+    val rowKeys = storedRows(store, input, k).map(_._1)
+    rowKeys.foreach(store.remove(_, rowFamily(input)))
+    rowKeys.length
+  }
+
+  /** The event times in `input`'s time index, in its order. */
+  private def timeIndex(store: StateStore, input: Int): Seq[Long] = {
+    val scan = store.iterator(timeFamily(input))
+    try scan.map(_.key.getLong(0)).toList
+    finally scan.close()
+  }
+
+  /** Per join key this batch stored rows under, the inputs that added them (a bit mask). */
+  private def addedInputs(state: MultiJoinStateManager): Map[Int, Long] =
+    state.keysAdded.map { case (k, inputs) => k.getInt(0) -> inputs }.toMap
 
   // The store's default family, unused as in the exec.
   private val defaultFamily = new StructType().add("unused", "int")
@@ -96,31 +123,34 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
     finally provider.close()
   }
 
-  private def manager(
-      store: StateStore,
-      batch: Long,
-      memoryBytes: Long,
-      outer: Boolean,
-      keyed: Set[Int]): MultiJoinStateManager =
-    new MultiJoinStateManager(store, keySchema, inputSchemas, timeOrdinals, outer, keyed, batch,
-      memoryBytes)
+  private def manager(store: StateStore, batch: Long, memoryBytes: Long): MultiJoinStateManager =
+    new MultiJoinStateManager(store, keySchema, inputSchemas, timeOrdinals, batch, memoryBytes)
 
-  /** Runs batch `batch` on the store at that version; what `body` does not commit is aborted. */
+  /**
+   * Runs batch `batch` on the store at that version, giving `body` the manager and the store;
+   * what `body` does not commit is aborted.
+   */
+  private def inBatchWithStore[T](
+      provider: StateStoreProvider,
+      batch: Long,
+      memoryBytes: Long = Long.MaxValue)(body: (MultiJoinStateManager, StateStore) => T): T = {
+    val store = provider.getStore(batch)
+    val state = manager(store, batch, memoryBytes)
+    try body(state, store)
+    finally state.abortIfNotCommitted()
+  }
+
+  /** Runs batch `batch` like [[inBatchWithStore]], giving `body` only the manager. */
   private def inBatch[T](
       provider: StateStoreProvider,
       batch: Long,
-      memoryBytes: Long = Long.MaxValue,
-      outer: Boolean = false,
-      keyed: Set[Int] = Set.empty)(body: MultiJoinStateManager => T): T = {
-    val state = manager(provider.getStore(batch), batch, memoryBytes, outer, keyed)
-    try body(state)
-    finally state.abortIfNotCommitted()
-  }
+      memoryBytes: Long = Long.MaxValue)(body: MultiJoinStateManager => T): T =
+    inBatchWithStore(provider, batch, memoryBytes)((state, _) => body(state))
 
   test("rows come back per input and per key, only under their key") {
     // Once read back from the store (no memory), once from memory (nothing stored before).
     for (memoryBytes <- Seq(0L, Long.MaxValue)) withProvider { provider =>
-      inBatch(provider, 0, memoryBytes, keyed = Set(0)) { state =>
+      inBatchWithStore(provider, 0, memoryBytes) { (state, store) =>
         // Keys next to each other, a negative one, and 257, whose lowest byte is 1's: a prefix
         // scan must read its key's rows and no others.
         append(state, 0, 1, 10, 100)
@@ -145,13 +175,19 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
         val key1 = state.rowsUnder(0, key(1))
         assert(earlierAndAdded(key1) == ((Nil, Seq(10, 11))))
         // The row index counts the partition's rows of all inputs, in the order appended.
-        assert(rowPositions(key1) == Map(10 -> ((0L, 0L)), 11 -> ((0L, 3L))))
-        assert(state.rowsUnder(1, key(2)).rowKeys == null, "input 1 is not keyed")
+        assert(rowPositions(store, 0, 1) == Map(10 -> ((0L, 0L)), 11 -> ((0L, 3L))))
+        assert(rowPositions(store, 1, 2) == Map(21 -> ((0L, 2L))))
+        assert(rowPositions(store, 2, -1) == Map(30 -> ((0L, 4L))))
+        assert(rowPositions(store, 0, 257) == Map(12 -> ((0L, 5L))))
 
-        assert(masks(state) == Map(1 -> 0x1L, 2 -> 0x3L, -1 -> 0x4L, 257 -> 0x1L, 0 -> 0x1L))
+        assert(addedInputs(state) == Map(1 -> 0x1L, 2 -> 0x3L, -1 -> 0x4L, 257 -> 0x1L, 0 -> 0x1L))
         assert(state.numStoredRows == 7)
         assert(state.rowCounts == Seq(5L, 1L, 1L))
       }
+      // Layout version 2: rows, time indexes and counts only (no family of matched masks).
+      assert(MultiJoinStateManager.columnFamilySchemas(keySchema, inputSchemas,
+        timeOrdinals.map(_.isDefined)).keySet == Set("input0", "input1", "input2", "input0ByTime",
+        "input1ByTime", "rowCounts"))
     }
   }
 
@@ -166,7 +202,7 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
       }
       inBatch(provider, 1) { state =>
         assert(state.rowCounts == Seq(3L, 0L, 1L))
-        assert(masks(state).isEmpty)
+        assert(addedInputs(state).isEmpty)
         append(state, 0, 1, 12, 120)
         append(state, 1, 1, 40, 400) // input 1 had no rows: read from memory
         append(state, 2, 2, 31)
@@ -176,7 +212,7 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
         assert(earlierAndAdded(state.rowsUnder(1, key(1))) == ((Nil, Seq(40))))
         assert(earlierAndAdded(state.rowsUnder(2, key(1))) == ((Seq(30), Nil)))
         assert(earlierAndAdded(state.rowsUnder(2, key(2))) == ((Nil, Seq(31))))
-        assert(masks(state) == Map(1 -> 0x3L, 2 -> 0x4L))
+        assert(addedInputs(state) == Map(1 -> 0x3L, 2 -> 0x4L))
         assert(state.rowCounts == Seq(4L, 1L, 2L))
         assert(state.numStoredRows == 3)
         state.commit()
@@ -204,33 +240,33 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
       count: Int,
       random: Random,
       expected: mutable.Map[(Int, Int), Seq[Expected]],
-      keyed: Set[Int]): Unit =
+      store: StateStore): Unit =
     for (index <- 0 until count) {
       val (input, k) = (inputs(random.nextInt(inputs.length)), random.nextInt(6))
       val value = 1000 * batch.toInt + index
       append(state, input, k, value, random.nextInt(100).toLong)
       expected((input, k)) = expected.getOrElse((input, k), Nil) :+ Expected(value, batch, index)
-      checkRows(state, batch, random, expected, keyed)
+      checkRows(state, batch, random, expected, store)
     }
 
-  /** The rows under a random input and key are exactly those expected, rightly split. */
+  /**
+   * The rows under a random input and key are exactly those expected, rightly split, and stored
+   * under the expected row keys.
+   */
   private def checkRows(
       state: MultiJoinStateManager,
       batch: Long,
       random: Random,
       expected: mutable.Map[(Int, Int), Seq[Expected]],
-      keyed: Set[Int]): Unit = {
+      store: StateStore): Unit = {
     val (input, k) = (random.nextInt(numInputs), random.nextInt(6))
     val rows = expected.getOrElse((input, k), Nil)
     val keyRows = state.rowsUnder(input, key(k))
     val (earlier, added) = rows.partition(_.batch < batch)
     assert(earlierAndAdded(keyRows) == ((earlier.map(_.value).sorted, added.map(_.value).sorted)),
       s"input $input, key $k")
-    if (keyed(input)) {
-      assert(rowPositions(keyRows) == rows.map(row => row.value -> ((row.batch, row.index))).toMap)
-    } else {
-      assert(keyRows.rowKeys == null)
-    }
+    assert(rowPositions(store, input, k) ==
+      rows.map(row => row.value -> ((row.batch, row.index))).toMap, s"input $input, key $k")
   }
 
   test("rows read from memory and from the store are the same") {
@@ -239,23 +275,22 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
     for (memoryBytes <- Seq(Long.MaxValue, 2000L, 0L)) withProvider { provider =>
       val random = new Random(7)
       val expected = mutable.Map.empty[(Int, Int), Seq[Expected]]
-      val keyed = Set(1, 2)
-      inBatch(provider, 0, keyed = keyed) { state =>
-        randomAppends(state, 0, Seq(0, 2), 40, random, expected, keyed)
+      inBatchWithStore(provider, 0) { (state, store) =>
+        randomAppends(state, 0, Seq(0, 2), 40, random, expected, store)
         assert(state.rowCounts.map(_ > 0) == Seq(true, false, true), "inputs 0 and 2 have rows")
         state.commit()
       }
-      inBatch(provider, 1, memoryBytes, keyed = keyed) { state =>
-        randomAppends(state, 1, Seq(0, 1, 2), 150, random, expected, keyed)
+      inBatchWithStore(provider, 1, memoryBytes) { (state, store) =>
+        randomAppends(state, 1, Seq(0, 1, 2), 150, random, expected, store)
         for (input <- 0 until numInputs; k <- 0 until 6) {
           val rows = expected.getOrElse((input, k), Nil)
           assert(valuesUnder(state, input, k) == rows.map(_.value).sorted,
             s"memory $memoryBytes, input $input, key $k")
         }
-        val addedMasks = expected.toSeq.collect {
+        val added = expected.toSeq.collect {
           case ((input, k), rows) if rows.exists(_.batch == 1) => k -> (1L << input)
         }.groupMapReduce(_._1)(_._2)(_ | _)
-        assert(masks(state) == addedMasks)
+        assert(addedInputs(state) == added)
         val counts = expected.toSeq.groupMapReduce(_._1._1)(_._2.size.toLong)(_ + _)
         assert(state.rowCounts == (0 until numInputs).map(counts.getOrElse(_, 0L)))
       }
@@ -265,11 +300,11 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
   test("an input's rows are read from memory until the memory bound, then from the store") {
     withProvider { provider =>
       val store = provider.getStore(0)
-      val state = manager(store, 0, memoryBytes = 2000, outer = false, keyed = Set(2))
+      val state = manager(store, 0, memoryBytes = 2000)
       try {
         append(state, 2, 1, 1)
         // Taken out of the store behind the manager's back: only a read from memory sees it.
-        state.rowsUnder(2, key(1)).rowKeys.foreach(store.remove(_, rowFamily(2)))
+        assert(removeBehindBack(store, 2, 1) == 1)
         assert(valuesUnder(state, 2, 1) == Seq(1))
         // Well past 2000 bytes: the rows are dropped from memory and read from the store.
         (2 to 100).foreach(v => append(state, 2, 1, v))
@@ -280,10 +315,10 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
       }
       // An input with earlier rows is read from the store however small this batch is.
       val nextStore = provider.getStore(1)
-      val next = manager(nextStore, 1, Long.MaxValue, outer = false, keyed = Set(2))
+      val next = manager(nextStore, 1, Long.MaxValue)
       try {
         append(next, 2, 1, 101)
-        next.rowsUnder(2, key(1)).rowKeys.foreach(nextStore.remove(_, rowFamily(2)))
+        assert(removeBehindBack(nextStore, 2, 1) == 100, "rows 2 to 100, and 101")
         assert(valuesUnder(next, 2, 1).isEmpty)
       } finally {
         next.abortIfNotCommitted()
@@ -332,56 +367,47 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
     }
   }
 
-  /** Per value of input `input`'s rows under `k`, the row's key in the input's family. */
-  private def rowKeys(state: MultiJoinStateManager, input: Int, k: Int): Map[Int, UnsafeRow] = {
-    val keyRows = state.rowsUnder(input, key(k))
-    keyRows.rows.map(_.getInt(1)).zip(keyRows.rowKeys).toMap
-  }
+  /** A row of a timed input as (k, v, t). */
+  private def timedValues(row: UnsafeRow): (Int, Int, Long) =
+    (row.getInt(0), row.getInt(1), row.getLong(2))
 
-  test("deciding rows are evicted with their matched masks") {
+  test("deciding rows are evicted and returned") {
     withProvider { provider =>
-      val keyed = Set(0, 1)
-      inBatch(provider, 0, outer = true, keyed = keyed) { state =>
+      inBatch(provider, 0) { state =>
         Seq((1, 1, 10L), (1, 2, 20L), (1, 3, 30L), (2, 4, 15L)).foreach { case (k, v, t) =>
           append(state, 0, k, v, t)
         }
-        // Row keys read from memory, then used on the store.
-        val key1 = rowKeys(state, 0, 1)
-        state.setMatchedMask(key1(1), 0x2L)
-        state.setMatchedMask(key1(3), 0x6L)
+        append(state, 1, 1, 6, 5)
         state.commit()
       }
-      inBatch(provider, 1, outer = true, keyed = keyed) { state =>
-        val stored = rowKeys(state, 0, 1) ++ rowKeys(state, 0, 2)
-        assert(stored.map { case (v, rowKey) => v -> state.matchedMask(rowKey) } ==
-          Map(1 -> 0x2L, 2 -> 0L, 3 -> 0x6L, 4 -> 0L))
-        state.setMatchedMask(stored(4), 0x4L)
-
+      inBatchWithStore(provider, 1) { (state, store) =>
         val evicted = state.evictDecidingRows(0, 20)
         append(state, 0, 1, 5, 40)
-        assert(Seq(1, 2, 4).map(v => state.matchedMask(stored(v))) == Seq(0L, 0L, 0L))
-        assert(state.matchedMask(stored(3)) == 0x6L)
+        append(state, 0, 2, 7, 50)
         assert(valuesUnder(state, 0, 1) == Seq(3, 5))
+        assert(valuesUnder(state, 0, 2) == Seq(7))
+        assert(valuesUnder(state, 1, 1) == Seq(6), "another input's rows are left")
+        assert(timeIndex(store, 0) == Seq(30L, 40L, 50L))
         // Checked after those reads and writes: the rows returned must be copies of their own.
-        assert(evicted.map { case (row, mask) => row.getInt(1) -> mask }.toMap ==
-          Map(1 -> 0x2L, 2 -> 0L, 4 -> 0x4L))
-        assert(evicted.length == 3)
+        assert(evicted.map(timedValues).sorted.toSeq == Seq((1, 1, 10L), (1, 2, 20L), (2, 4, 15L)))
         assert(state.numEvictedRows == 3)
-        assert(state.rowCounts == Seq(2L, 0L, 0L))
-
-        // A plain eviction drops the matched mask too.
-        append(state, 1, 1, 6, 5)
-        val outerRow = rowKeys(state, 1, 1)(6)
-        state.setMatchedMask(outerRow, 0x1L)
-        assert(state.evict(1, 5) == 1)
-        assert(state.matchedMask(outerRow) == 0L)
+        assert(state.rowCounts == Seq(3L, 1L, 0L))
+        // Their time index entries went with them: nothing is due again.
+        assert(state.evictDecidingRows(0, 20).isEmpty)
+        assert(state.numEvictedRows == 3)
         state.commit()
       }
-      inBatch(provider, 2, outer = true, keyed = keyed) { state =>
-        val stored = rowKeys(state, 0, 1)
-        assert(stored.keySet == Set(3, 5))
-        assert(state.matchedMask(stored(3)) == 0x6L)
-        assert(state.matchedMask(stored(5)) == 0L)
+      inBatchWithStore(provider, 2) { (state, store) =>
+        assert(state.rowCounts == Seq(3L, 1L, 0L))
+        assert(valuesUnder(state, 0, 1) == Seq(3, 5))
+        assert(storedRows(store, 0, 1).map(_._2.getInt(1)).sorted == Seq(3, 5))
+        assert(timeIndex(store, 0) == Seq(30L, 40L, 50L))
+        assert(state.evictDecidingRows(0, 40).map(timedValues).sorted.toSeq ==
+          Seq((1, 3, 30L), (1, 5, 40L)))
+        assert(valuesUnder(state, 0, 1).isEmpty)
+        assert(valuesUnder(state, 0, 2) == Seq(7))
+        assert(timeIndex(store, 0) == Seq(50L))
+        assert(state.rowCounts == Seq(1L, 1L, 0L))
       }
     }
   }

@@ -1,4 +1,4 @@
-package io.github.sparkmultijoin.execution
+package io.github.sparkmultijoin.analysis
 
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -27,6 +27,8 @@ class EventTimeBoundsSuite extends AnyFunSuite {
 
   private def time(all: Seq[Seq[AttributeReference]], i: Int) = all(i)(1)
 
+  private def inner(condition: Expression) = Conjunct.split(Some(condition), None)
+
   test("bounds compose through other inputs") {
     // b within [a - 30 s, a + 60 s], c within [b - 20 s, b + 40 s]. By hand:
     // a needs future b (b <= a + 60) and future c (c <= b + 40 <= a + 100): kept while
@@ -36,7 +38,7 @@ class EventTimeBoundsSuite extends AnyFunSuite {
     val all = inputs(3)
     val condition = And(between(time(all, 1), time(all, 0), 30, 60),
       between(time(all, 2), time(all, 1), 20, 40))
-    val offsets = EventTimeBounds.evictionOffsets(all, Some(condition))
+    val offsets = EventTimeBounds.evictionOffsets(all, inner(condition), JoinTree.inner(3))
     val expected = Seq(-100000L, -40000L, -50000L)
     offsets.zip(expected).foreach { case (offset, bound) =>
       assert(offset.isDefined && offset.get <= bound && offset.get >= bound - 3, offsets)
@@ -46,7 +48,7 @@ class EventTimeBoundsSuite extends AnyFunSuite {
   test("an input bounded against only some inputs is unbounded") {
     val all = inputs(3)
     val onlyAAndB = between(time(all, 1), time(all, 0), 10, 10)
-    val offsets = EventTimeBounds.evictionOffsets(all, Some(onlyAAndB))
+    val offsets = EventTimeBounds.evictionOffsets(all, inner(onlyAAndB), JoinTree.inner(3))
     assert(offsets.forall(_.isEmpty), offsets)
   }
 
@@ -58,11 +60,32 @@ class EventTimeBoundsSuite extends AnyFunSuite {
     val all = inputs(3)
     val condition = And(between(time(all, 1), time(all, 0), 10, 10),
       between(time(all, 2), time(all, 0), 10, 50))
-    val own = EventTimeBounds.evictionOffsets(all, Some(condition))
-    val deciding = EventTimeBounds.evictionOffsets(all, Some(condition), Some(0))
+    val own = EventTimeBounds.evictionOffsets(all, inner(condition), JoinTree.inner(3))
+    // b and c outer, hanging off a: a decides.
+    val outer = JoinTree(Seq(None, Some(0), Some(0)), Seq(1, 2))
+    val conjuncts = Conjunct.split(Some(between(time(all, 1), time(all, 0), 10, 10)), Some(1)) ++
+      Conjunct.split(Some(between(time(all, 2), time(all, 0), 10, 50)), Some(2))
+    val deciding = EventTimeBounds.evictionOffsets(all, conjuncts, outer)
     def near(offset: Option[Long], bound: Long) = offset.exists(o => o <= bound && o >= bound - 3)
     assert(near(own(0), -50000L) && near(own(1), -60000L) && near(own(2), -20000L), own)
     assert(near(deciding(0), -50000L) && near(deciding(1), -60000L) &&
       near(deciding(2), -60000L), deciding)
+  }
+
+  test("a bound from an outer input's ON clause holds only in rows that input is present in") {
+    // a inner; c LEFT OUTER on a (c within 100 s of a); then b LEFT OUTER on a and c (b within
+    // 10 s of a and 1 s of c). An output row may have c without b, so c's bound against a is
+    // its own 100 s, not the 11 s through b. By hand: c needs future a (a <= c + 100) and
+    // future b (b <= c + 1): own offset -100 s; a needs future c (-100 s) and b (-10 s): -100 s.
+    // With a deciding, c is kept while an a row it joins is kept: -100 s - 100 s = -200 s.
+    // Through b the same would have been -22 s, and rows with c and no b would be lost.
+    val all = inputs(3)
+    val tree = JoinTree(Seq(None, Some(2), Some(0)), Seq(2, 1))
+    val cOnA = Conjunct.split(Some(between(time(all, 2), time(all, 0), 100, 100)), Some(2))
+    val bOnAAndC = Conjunct.split(Some(And(between(time(all, 1), time(all, 0), 10, 10),
+      between(time(all, 1), time(all, 2), 1, 1))), Some(1))
+    val offsets = EventTimeBounds.evictionOffsets(all, cOnA ++ bOnAAndC, tree)
+    def near(offset: Option[Long], bound: Long) = offset.exists(o => o <= bound && o >= bound - 5)
+    assert(near(offsets(0), -100000L) && near(offsets(2), -200000L), offsets)
   }
 }
