@@ -24,9 +24,9 @@ trait MultiJoinSuiteBase extends AnyFunSuite {
     settings.foreach { case (key, value) => spark.conf.set(key, value) }
     try body
     finally previous.foreach {
-      case (key, Some(value)) => spark.conf.set(key, value)
-      case (key, None) => spark.conf.unset(key)
-    }
+        case (key, Some(value)) => spark.conf.set(key, value)
+        case (key, None) => spark.conf.unset(key)
+      }
   }
 
   /** Runs `body` with the multi-join enabled (or not). */

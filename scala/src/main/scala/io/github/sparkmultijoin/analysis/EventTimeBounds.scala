@@ -61,14 +61,14 @@ object EventTimeBounds {
     tree.decidingInput match {
       case None => own
       case Some(decider) => own.zipWithIndex.map {
-        case (offset, input) if input == decider => offset
-        case (offset, input) =>
-          for {
-            kept <- offset
-            deciderKept <- own(decider)
-            toDecider <- lowerBound(input, decider)
-          } yield math.min(kept, deciderKept + toDecider)
-      }
+          case (offset, input) if input == decider => offset
+          case (offset, input) =>
+            for {
+              kept <- offset
+              deciderKept <- own(decider)
+              toDecider <- lowerBound(input, decider)
+            } yield math.min(kept, deciderKept + toDecider)
+        }
     }
   }
 

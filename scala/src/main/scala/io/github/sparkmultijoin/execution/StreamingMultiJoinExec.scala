@@ -210,7 +210,7 @@ case class StreamingMultiJoinExec(
       allUpdatesTimeMs(updateStartTimeNs)
       longMetric("allRemovalsTimeMs") += timeTakenMs {
         for (input <- evictable if !tree.decidingInput.contains(input);
-             bound <- evictAtOrBelow(input)) {
+          bound <- evictAtOrBelow(input)) {
           state.evict(input, bound)
         }
       }

@@ -228,7 +228,7 @@ class CompiledJoin(
   /** Per outer input, its whole ON clause, over the bound rows. */
   val onClauses: Map[Int, BasePredicate] = tree.outerInputs.map { outer =>
     outer -> predicate(conjuncts.filter(_.outerInput.contains(outer)).map(_.expression)
-      .reduceOption(And), output)
+        .reduceOption(And), output)
   }.toMap
 
   /** Binds `row` of `input` and nothing else. */
@@ -308,8 +308,9 @@ class DeltaJoiner(
   }
 
   private def isLate(input: Int, row: InternalRow): Boolean = timeOrdinals(input).exists {
-    ordinal => lateAtOrBelowMicros.exists(watermark =>
-      !row.isNullAt(ordinal) && row.getLong(ordinal) <= watermark)
+    ordinal =>
+      lateAtOrBelowMicros.exists(watermark =>
+        !row.isNullAt(ordinal) && row.getLong(ordinal) <= watermark)
   }
 
   /** The combinations with a row of this batch, over every key this batch stored rows under. */
@@ -328,8 +329,9 @@ class DeltaJoiner(
     order.iterator.filter(inMask(addedInputs, _)).flatMap { input =>
       rowsOf(input).addedRows.iterator.flatMap { row =>
         join.bindOnly(input, row)
-        join.combinations(join.deltaPlans(input), probed =>
-          if (probed < input) rowsOf(probed).rows else rowsOf(probed).earlierRows
+        join.combinations(join.deltaPlans(input),
+          probed =>
+            if (probed < input) rowsOf(probed).rows else rowsOf(probed).earlierRows
         )(_ => join.project(join.bound.row))
       }
     }
@@ -370,9 +372,9 @@ class OuterJoinPadder(
     evicted.flatMap { row =>
       val key = join.keyProjections(decider)(row).copy()
       val stored = rowsByKey.getOrElseUpdate(key, {
-        val rows = mutable.HashMap.empty[Int, Array[UnsafeRow]]
-        input => rows.getOrElseUpdate(input, state.rowsUnder(input, key).rows)
-      })
+          val rows = mutable.HashMap.empty[Int, Array[UnsafeRow]]
+          input => rows.getOrElseUpdate(input, state.rowsUnder(input, key).rows)
+        })
       padded(row, stored)
     }
   }
@@ -406,7 +408,8 @@ class OuterJoinPadder(
       stored: Int => Array[UnsafeRow],
       padded: Boolean): Iterator[InternalRow] = {
     if (step == outerOrder.length) {
-      if (!padded) Iterator.empty else {
+      if (!padded) Iterator.empty
+      else {
         numNullPaddedRows += 1
         Iterator.single(join.project(join.bound.row))
       }

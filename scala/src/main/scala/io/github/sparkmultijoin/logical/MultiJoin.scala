@@ -34,7 +34,7 @@ case class MultiJoin(
 
   require(children.length >= 2, "a multi-join needs at least two inputs")
   require(keys.length == children.length && onClauses.length == children.length &&
-    tree.parents.length == children.length, "every input of a multi-join needs its key")
+      tree.parents.length == children.length, "every input of a multi-join needs its key")
 
   /** Per input, its ON clause if it is an outer input. */
   def outerConditions: Seq[Option[Expression]] =

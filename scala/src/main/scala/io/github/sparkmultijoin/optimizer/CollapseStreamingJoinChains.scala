@@ -217,7 +217,8 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
     }
 
     val groupSize = MultiJoinConf.maxTables(conf).getOrElse(inputs.length)
-    val tree = if (chain.outerOrder.isEmpty) JoinTree.inner(groupSize min inputs.length) else {
+    val tree = if (chain.outerOrder.isEmpty) JoinTree.inner(groupSize min inputs.length)
+    else {
       outerJoinTree(inputs, chain.outerOrder.toSeq, conjuncts, keyClasses, groupSize) match {
         case Left(problem) =>
           return Left(s"A chain of ${inputs.length} streaming joins with outer joins stays as " +
@@ -291,7 +292,8 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
     val columns = new InputColumns(inputs.map(_.output))
     val inner = inputs.indices.filterNot(outerOrder.contains)
     conjuncts.find { conjunct =>
-      conjunct.outerInput.isEmpty && columns.inputsOf(conjunct.expression).exists(outerOrder.contains)
+      conjunct.outerInput.isEmpty &&
+      columns.inputsOf(conjunct.expression).exists(outerOrder.contains)
     }.foreach { conjunct =>
       return Left(s"${conjunct.expression.sql} uses the null-padded side of an outer join")
     }
@@ -347,7 +349,7 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
       !onClause.exists {
         case EqualTo(left, right) =>
           (memberOf(left, _ == outer) && memberOf(right, joinedBefore.contains)) ||
-            (memberOf(right, _ == outer) && memberOf(left, joinedBefore.contains))
+          (memberOf(right, _ == outer) && memberOf(left, joinedBefore.contains))
         case _ => false
       }
     }.map { members =>
@@ -390,11 +392,12 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
       EventTimeBounds.evictionOffsets(outputs, conjuncts, multiJoin.tree)
         .zip(multiJoin.children)
         .zip(times).collect { case ((None, input), time) =>
-          val why = if (time.isEmpty) "it has no event-time column with a watermark" else
+          val why = if (time.isEmpty) "it has no event-time column with a watermark"
+          else
             s"no interval condition bounds ${time.get.name} against every other input's event " +
               "time, directly or through other inputs"
           Note(s"Input ${describe(input)} of a streaming multi-join is unbounded: $why, so its " +
-            "rows are kept in state for good.", isWarning = true)
+              "rows are kept in state for good.", isWarning = true)
         }
     } else {
       Nil

@@ -69,7 +69,7 @@ class EventTimeBoundsSuite extends AnyFunSuite {
     def near(offset: Option[Long], bound: Long) = offset.exists(o => o <= bound && o >= bound - 3)
     assert(near(own(0), -50000L) && near(own(1), -60000L) && near(own(2), -20000L), own)
     assert(near(deciding(0), -50000L) && near(deciding(1), -60000L) &&
-      near(deciding(2), -60000L), deciding)
+        near(deciding(2), -60000L), deciding)
   }
 
   test("a bound from an outer input's ON clause holds only in rows that input is present in") {
@@ -83,7 +83,7 @@ class EventTimeBoundsSuite extends AnyFunSuite {
     val tree = JoinTree(Seq(None, Some(2), Some(0)), Seq(2, 1))
     val cOnA = Conjunct.split(Some(between(time(all, 2), time(all, 0), 100, 100)), Some(2))
     val bOnAAndC = Conjunct.split(Some(And(between(time(all, 1), time(all, 0), 10, 10),
-      between(time(all, 1), time(all, 2), 1, 1))), Some(1))
+        between(time(all, 1), time(all, 2), 1, 1))), Some(1))
     val offsets = EventTimeBounds.evictionOffsets(all, cOnA ++ bOnAAndC, tree)
     def near(offset: Option[Long], bound: Long) = offset.exists(o => o <= bound && o >= bound - 5)
     assert(near(offsets(0), -100000L) && near(offsets(2), -200000L), offsets)

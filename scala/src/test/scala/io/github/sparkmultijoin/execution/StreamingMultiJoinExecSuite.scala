@@ -23,15 +23,16 @@ class StreamingMultiJoinExecSuite extends MultiJoinSuiteBase {
   private type Keyed = (Option[Int], Int)
   private type Timed = (Option[Int], Int, Timestamp)
 
-  private def columns(n: Int, names: String*): Seq[Seq[String]] =
-    (0 until n).map(i => names.map(name => s"$name$i"))
+  private def columns(n: Int, names: String*): Seq[Seq[String]] = (0 until n).map(i =>
+    names.map(name => s"$name$i"))
 
   private def at(seconds: Int) = new Timestamp(seconds * 1000L)
 
   private def withSteps[T](frame: DataFrame, checkpoint: File, enabled: Boolean)(
       body: StreamingSteps => T): T = {
     val steps = withMultiJoin(enabled)(new StreamingSteps(frame, checkpoint))
-    try body(steps) finally steps.close()
+    try body(steps)
+    finally steps.close()
   }
 
   /** The rows a step must add to the output: the batch answer now, less the one before. */
@@ -84,8 +85,11 @@ class StreamingMultiJoinExecSuite extends MultiJoinSuiteBase {
     val names = columns(3, "k", "v", "t")
     val inputs = new SteppedInputs[Timed](spark, names)
     def build(frames: Seq[DataFrame]) = {
-      val Seq(a, b, c) = frames.zipWithIndex.map { case (f, i) => f.withWatermark(s"t$i", "5 seconds") }
-      a.join(b, expr("k0 = k1 AND t1 BETWEEN t0 - INTERVAL 10 SECONDS AND t0 + INTERVAL 10 SECONDS"))
+      val Seq(a, b, c) = frames.zipWithIndex.map { case (f, i) =>
+        f.withWatermark(s"t$i", "5 seconds")
+      }
+      a.join(b,
+        expr("k0 = k1 AND t1 BETWEEN t0 - INTERVAL 10 SECONDS AND t0 + INTERVAL 10 SECONDS"))
         .join(c, expr("k2 = k1 AND t2 BETWEEN t1 AND t1 + INTERVAL 10 SECONDS"))
     }
     withTempDir { dir =>
@@ -118,11 +122,15 @@ class StreamingMultiJoinExecSuite extends MultiJoinSuiteBase {
     val names = columns(3, "k", "v", "t")
     val inputs = new SteppedInputs[Timed](spark, names)
     def build(frames: Seq[DataFrame]) = {
-      val Seq(a, b, c) = frames.zipWithIndex.map { case (f, i) => f.withWatermark(s"t$i", "5 seconds") }
-      a.join(b, expr("k0 = k1 AND t1 BETWEEN t0 - INTERVAL 10 SECONDS AND t0 + INTERVAL 10 " +
+      val Seq(a, b, c) = frames.zipWithIndex.map { case (f, i) =>
+        f.withWatermark(s"t$i", "5 seconds")
+      }
+      a.join(b,
+        expr("k0 = k1 AND t1 BETWEEN t0 - INTERVAL 10 SECONDS AND t0 + INTERVAL 10 " +
           "SECONDS"), "left_outer")
-        .join(c, expr("k2 = k0 AND t2 BETWEEN t0 - INTERVAL 10 SECONDS AND t0 + INTERVAL 10 " +
-          "SECONDS"))
+        .join(c,
+          expr("k2 = k0 AND t2 BETWEEN t0 - INTERVAL 10 SECONDS AND t0 + INTERVAL 10 " +
+            "SECONDS"))
     }
     def keysAndPadding(rows: Seq[Row]) =
       rows.map(row => (row.getAs[Int]("k0"), row.isNullAt(row.fieldIndex("k1")))).sorted
@@ -160,9 +168,11 @@ class StreamingMultiJoinExecSuite extends MultiJoinSuiteBase {
       withSteps(build(inputs.streaming), dir, enabled = true) { run =>
         val emitted = (0 until 3).flatMap { _ =>
           (0 until 3).foreach { input =>
-            inputs.add(input, Seq.fill(3)((
-              Option(random.shuffle(Seq("ab", "AB", "Ab", "x")).head).filter(_ => random.nextInt(6) > 0),
-              random.nextInt(5))): _*)
+            inputs.add(input,
+              Seq.fill(3)((
+                Option(random.shuffle(Seq("ab", "AB", "Ab", "x")).head).filter(_ =>
+                  random.nextInt(6) > 0),
+                random.nextInt(5))): _*)
           }
           run.process()
         }

@@ -80,8 +80,8 @@ class StreamingMultiJoinHelperSuite extends AnyFunSuite {
         }
 
       val expected = plan.probeOrder.indices.foldLeft(Seq(Map(newInput -> newValue))) {
-        (partial, depth) => for (p <- partial; v <- stored(depth)) yield
-          p + (plan.probeOrder(depth) -> v)
+        (partial, depth) =>
+          for (p <- partial; v <- stored(depth)) yield p + (plan.probeOrder(depth) -> v)
       }.map(assignment => (0 until n).map(assignment)).filter { combination =>
         (combination(a) + combination(b)) % 3 != 0
       }

@@ -172,7 +172,7 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
   test("a state store other than RocksDB keeps Spark's plan, with a warning naming the conf") {
     val provider = "spark.sql.streaming.stateStore.providerClass"
     withConf(provider ->
-        "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider") {
+      "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider") {
       assertKeptAsPlanned(chain(keyed(3)), provider)
     }
   }
@@ -189,8 +189,9 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
       .join(c, onKeys(2, 1) && expr("t2 BETWEEN t0 AND t0 + INTERVAL 20 SECONDS"), "left_outer")
     assert(multiJoins(onPaddedKey).map(_.tree.parents) == Seq(Seq(None, Some(0), Some(1))))
     // RIGHT OUTER is LEFT OUTER swapped: d (padded) is first in the output, joined last.
-    val right = d.join(a.join(b, onKeys(1, 0) && within(1, 0, 10)), onKeys(3, 1) &&
-      within(3, 1, 10), "right_outer")
+    val right = d.join(a.join(b, onKeys(1, 0) && within(1, 0, 10)),
+      onKeys(3, 1) &&
+        within(3, 1, 10), "right_outer")
     val Seq(swapped) = multiJoins(right)
     assert(swapped.tree.outerOrder == Seq(0) && swapped.tree.parents.head.isDefined)
   }

@@ -34,8 +34,9 @@ object MultiJoinConf {
       "several multi-joins of at most this many inputs each; the later ones then store the " +
       "output of the earlier ones as Spark's chain does. Unset means no limit.") {
     _.intConf
-      .checkValue(_ >= 2, "must be an integer of at least 2 (a multi-join needs two inputs); " +
-        "unset it for no limit.")
+      .checkValue(_ >= 2,
+        "must be an integer of at least 2 (a multi-join needs two inputs); " +
+          "unset it for no limit.")
       .createOptional
   }
 

@@ -266,7 +266,7 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
     assert(earlierAndAdded(keyRows) == ((earlier.map(_.value).sorted, added.map(_.value).sorted)),
       s"input $input, key $k")
     assert(rowPositions(store, input, k) ==
-      rows.map(row => row.value -> ((row.batch, row.index))).toMap, s"input $input, key $k")
+        rows.map(row => row.value -> ((row.batch, row.index))).toMap, s"input $input, key $k")
   }
 
   test("rows read from memory and from the store are the same") {
