@@ -28,6 +28,13 @@ class StreamingMultiJoinExecSuite extends MultiJoinSuiteBase {
 
   private def at(seconds: Int) = new Timestamp(seconds * 1000L)
 
+  /** Three inputs k<i>, v<i>, t<i> with event times. */
+  private def timedInputs() = new SteppedInputs[Timed](spark, columns(3, "k", "v", "t"))
+
+  /** The inputs with a 5 s watermark delay on each event time. */
+  private def withWatermarks(frames: Seq[DataFrame]): Seq[DataFrame] =
+    frames.zipWithIndex.map { case (frame, i) => frame.withWatermark(s"t$i", "5 seconds") }
+
   private def withSteps[T](frame: DataFrame, checkpoint: File, enabled: Boolean)(
       body: StreamingSteps => T): T = {
     val steps = withMultiJoin(enabled)(new StreamingSteps(frame, checkpoint))
@@ -82,12 +89,9 @@ class StreamingMultiJoinExecSuite extends MultiJoinSuiteBase {
     // 5 s delay the watermark after step s is 100 s * s - 5 s (input a's rows are the latest
     // behind), and every input keeps its rows for at most 20 s below the watermark (a needs
     // c <= b + 10 <= a + 20), so after each step the state holds exactly that step's rows.
-    val names = columns(3, "k", "v", "t")
-    val inputs = new SteppedInputs[Timed](spark, names)
+    val inputs = timedInputs()
     def build(frames: Seq[DataFrame]) = {
-      val Seq(a, b, c) = frames.zipWithIndex.map { case (f, i) =>
-        f.withWatermark(s"t$i", "5 seconds")
-      }
+      val Seq(a, b, c) = withWatermarks(frames)
       a.join(b,
         expr("k0 = k1 AND t1 BETWEEN t0 - INTERVAL 10 SECONDS AND t0 + INTERVAL 10 SECONDS"))
         .join(c, expr("k2 = k1 AND t2 BETWEEN t1 AND t1 + INTERVAL 10 SECONDS"))
@@ -119,12 +123,9 @@ class StreamingMultiJoinExecSuite extends MultiJoinSuiteBase {
     // is 95 s): only key 2, which has its b, comes out. Step 2: b3 arrives (on time) and
     // matches; far rows at 200 s move the watermark to 195 s, past a1's last chance (110 s),
     // so a1 comes out padded. Nothing else is padded, ever.
-    val names = columns(3, "k", "v", "t")
-    val inputs = new SteppedInputs[Timed](spark, names)
+    val inputs = timedInputs()
     def build(frames: Seq[DataFrame]) = {
-      val Seq(a, b, c) = frames.zipWithIndex.map { case (f, i) =>
-        f.withWatermark(s"t$i", "5 seconds")
-      }
+      val Seq(a, b, c) = withWatermarks(frames)
       a.join(b,
         expr("k0 = k1 AND t1 BETWEEN t0 - INTERVAL 10 SECONDS AND t0 + INTERVAL 10 " +
           "SECONDS"), "left_outer")
