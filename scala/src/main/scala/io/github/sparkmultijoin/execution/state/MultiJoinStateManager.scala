@@ -231,8 +231,6 @@ class MultiJoinStateManager(
  */
 class KeyRows(val rows: Array[UnsafeRow], numEarlier: Int) {
 
-  def isAdded(position: Int): Boolean = position >= numEarlier
-
   lazy val addedRows: Array[UnsafeRow] = if (numEarlier == 0) rows else rows.drop(numEarlier)
 
   lazy val earlierRows: Array[UnsafeRow] =

@@ -55,12 +55,13 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
     values(rows)
   }
 
-  /** The values of the rows stored before this batch and of those it added (isAdded agreeing). */
+  /**
+   * The values of the rows stored before this batch and of those it added; `rows` must be the
+   * earlier rows, then the added ones.
+   */
   private def earlierAndAdded(keyRows: KeyRows): (Seq[Int], Seq[Int]) = {
-    val (added, earlier) = keyRows.rows.indices.partition(keyRows.isAdded)
-    val split = (values(earlier.map(keyRows.rows)), values(added.map(keyRows.rows)))
-    assert(split == ((values(keyRows.earlierRows), values(keyRows.addedRows))))
-    split
+    assert(keyRows.rows.toSeq == (keyRows.earlierRows ++ keyRows.addedRows).toSeq)
+    (values(keyRows.earlierRows), values(keyRows.addedRows))
   }
 
   /**
