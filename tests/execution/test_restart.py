@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 
@@ -44,6 +45,10 @@ def test_restart_resumes_with_state(spark, tmp_path):
     multi_join_state = [entry for entry in progress["stateOperators"]
                         if entry["operatorName"] == "multiJoin"]
     assert [entry["numRowsTotal"] for entry in multi_join_state] == [N_INPUTS * N_BATCHES * 5]
+    # The checkpoint records the operator and the version of its state layout.
+    metadata = spark.read.format("state-metadata").load(str(tmp_path / "ckpt")).collect()
+    assert [(row.operatorName, json.loads(row.operatorProperties)) for row in metadata] == [
+        ("multiJoin", {"stateFormatVersion": 2})]
 
 
 @pytest.mark.parametrize("first, then", [(True, False), (False, True)])
