@@ -97,7 +97,7 @@ def main() -> None:
 
     builder = (SparkSession.builder.master("local[2]").appName("multijoin-time-bounded")
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "4"))
+               .config("spark.sql.shuffle.partitions", "2"))
     spark = configure_spark_with_multijoin(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     multi_join(spark).enabled = True

@@ -17,7 +17,7 @@ both too, what storing them in Spark's own stateful operator costs (medians of t
 
 It writes `results.json`, `results.md` (the README's table) and `state_and_batch_duration.png`
 (state rows and batch duration per batch, both modes) to --out. `--tiny` divides the data by
-50 (and time_bounded's batches from 20 to 6), uses 2 shuffle partitions instead of 4, skips
+50 (and time_bounded's batches from 20 to 4), uses 2 shuffle partitions instead of 4, skips
 the warm-up and times everything once, for a smoke run.
 """
 
@@ -115,7 +115,7 @@ def workloads(names: list[str], shrink: int) -> list[Workload]:
                                 [1, 1, 1, 1, 1], 20000 // shrink))
         elif name == "time_bounded":
             chosen.append(time_bounded(keys=max(1, 300 // shrink),
-                                       n_batches=20 if shrink == 1 else 6))
+                                       n_batches=20 if shrink == 1 else 4))
         elif name == "scale":
             for factor in (1, 4, 16):
                 keys = max(1, 125 * factor // shrink)

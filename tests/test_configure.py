@@ -13,23 +13,26 @@ from spark_multijoin import (
     configure_spark_with_multijoin,
     jar_path,
 )
+from spark_multijoin._configure import CHANGELOG_CHECKPOINTING
 
 
 def options(builder: SparkSession.Builder) -> dict[str, str]:
     return dict(builder._options)
 
 
-def test_adds_jar_extension_and_provider_to_a_new_builder():
+def test_adds_jar_extension_provider_and_changelog_checkpointing_to_a_new_builder():
     builder = SparkSession.Builder()
     assert configure_spark_with_multijoin(builder) is builder
     settings = options(builder)
     assert settings["spark.jars"] == jar_path()
     assert settings["spark.sql.extensions"] == EXTENSION_CLASS
     assert settings["spark.sql.streaming.stateStore.providerClass"] == ROCKSDB_PROVIDER
+    assert settings[CHANGELOG_CHECKPOINTING] == "true"
 
 
-def test_appends_to_existing_settings_and_keeps_the_chosen_provider():
+def test_appends_to_existing_settings_and_keeps_the_chosen_provider_and_checkpointing():
     builder = (SparkSession.Builder()
+               .config(CHANGELOG_CHECKPOINTING, "false")
                .config("spark.jars", "/opt/other.jar")
                .config("spark.sql.extensions", "com.example.OtherExtension")
                .config("spark.sql.streaming.stateStore.providerClass", "com.example.Provider"))
@@ -37,6 +40,7 @@ def test_appends_to_existing_settings_and_keeps_the_chosen_provider():
     assert settings["spark.jars"] == f"/opt/other.jar,{jar_path()}"
     assert settings["spark.sql.extensions"] == f"com.example.OtherExtension,{EXTENSION_CLASS}"
     assert settings["spark.sql.streaming.stateStore.providerClass"] == "com.example.Provider"
+    assert settings[CHANGELOG_CHECKPOINTING] == "false"
 
 
 def test_configuring_twice_adds_nothing_twice():
@@ -55,3 +59,5 @@ def test_the_package_carries_its_jar_and_is_typed():
 def test_session_has_the_extension(spark):
     assert EXTENSION_CLASS in spark.conf.get("spark.sql.extensions")
     assert spark.conf.get("spark.sql.streaming.stateStore.providerClass") == ROCKSDB_PROVIDER
+    # So every test query, the restart tests' included, runs with changelog checkpointing.
+    assert spark.conf.get(CHANGELOG_CHECKPOINTING) == "true"

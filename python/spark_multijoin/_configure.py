@@ -13,6 +13,7 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 _JARS = "spark.jars"
 _EXTENSIONS = "spark.sql.extensions"
 _PROVIDER = "spark.sql.streaming.stateStore.providerClass"
+CHANGELOG_CHECKPOINTING = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 
 
 def jar_path() -> str:
@@ -36,8 +37,11 @@ def configure_spark_with_multijoin(builder: SparkSession.Builder) -> SparkSessio
 
     Adds the bundled jar to `spark.jars` and the extension to `spark.sql.extensions`, after
     what is already there, and sets the RocksDB state store provider unless one was chosen
-    (the multi-join keeps one column family per input). The extension starts disabled: turn it
-    on with `spark.conf.set("multi-join.enabled", True)` or `multi_join(spark).enabled = True`.
+    (the multi-join keeps one column family per input). Unless set, it also turns on RocksDB's
+    changelog checkpointing: a commit then writes the batch's changes rather than a snapshot of
+    the store, which Spark supports on new and existing checkpoints alike. The extension starts
+    disabled: turn it on with `spark.conf.set("multi-join.enabled", True)` or
+    `multi_join(spark).enabled = True`.
     """
     # The builder keeps its options in `_options`; reading them is how settings are appended to
     # rather than replaced (delta-spark's helper reads it the same way).
@@ -46,4 +50,6 @@ def configure_spark_with_multijoin(builder: SparkSession.Builder) -> SparkSessio
     builder = builder.config(_EXTENSIONS, _appended(options.get(_EXTENSIONS), EXTENSION_CLASS))
     if _PROVIDER not in options:
         builder = builder.config(_PROVIDER, ROCKSDB_PROVIDER)
+    if CHANGELOG_CHECKPOINTING not in options:
+        builder = builder.config(CHANGELOG_CHECKPOINTING, "true")
     return builder
