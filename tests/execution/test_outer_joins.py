@@ -1,4 +1,4 @@
-"""LEFT and RIGHT OUTER multi-joins: null-padded rows exactly when a row never matches.
+"""LEFT, RIGHT and FULL OUTER multi-joins: null-padded rows exactly when a row never matches.
 
 Inputs have event times growing batch by batch, then two far-future batches that join nothing
 (support.generators.timed_inputs). The far-future rows of input 0 are never evicted within a
@@ -64,12 +64,13 @@ def without_far_rows(rows):
 
 @pytest.mark.parametrize("seed", range(10))
 def test_random_outer_tree_matches_the_batch_query(spark, tmp_path, seed):
-    """Nested LEFT and RIGHT OUTER joins mixed with inner ones, ON clauses reading the parent
-    and other inputs joined before, null keys, late rows, several micro-batches: the answer is
-    the batch query's, and the state ends as the far-future rows only."""
+    """Nested LEFT and RIGHT OUTER joins mixed with inner ones, FULL OUTER joins above them, ON
+    clauses reading the parent and other inputs joined before, null keys, late rows, several
+    micro-batches: the answer is the batch query's, and the state ends as the far-future rows
+    only."""
     rng = random.Random(900 + seed)
     n_inputs = 3 + seed % 4
-    tree = random_outer_tree(rng, n_inputs)
+    tree = random_outer_tree(rng, n_inputs, n_full_outer=min(seed % 3, n_inputs - 1))
     n_batches = rng.randint(4, 6)
     on_time = timed_inputs(tmp_path / "on_time", random.Random(seed), n_inputs, n_batches,
                            rows_per_batch=6, n_keys=4, null_keys=0.1)
@@ -89,15 +90,19 @@ def test_random_outer_tree_matches_the_batch_query(spark, tmp_path, seed):
     assert multi.state_rows("multiJoin") == [2 * n_inputs], tree.describe()
 
 
-def test_left_outer_star_matches_spark_chain(spark, tmp_path):
+def test_left_and_full_outer_star_matches_spark_chain(spark, tmp_path):
+    """Two LEFT OUTER joins, then a FULL OUTER one, each time dropped after its join: a shape
+    Spark's chain runs."""
     inputs = timed_inputs(tmp_path / "inputs", random.Random(77), 4, n_batches=4,
                           rows_per_batch=6, n_keys=5)
     build = bounded_chain([0, 0, 0, 0], [(0, 0), (20, 20), (10, 40), (0, 30)], drop_times=True,
-                          kinds=["inner", "left_outer", "left_outer", "left_outer"])
+                          kinds=["inner", "left_outer", "left_outer", "full_outer"])
     chain, multi = run_chain_and_multi(spark, inputs, build, tmp_path)
-    expected = without_far_anchor_rows(batch_rows(spark, inputs, build))
-    assert multi.rows == expected
-    assert without_far_anchor_rows(chain.rows) == expected
+    expected = without_far_rows(batch_rows(spark, inputs, build))
+    assert any(row[0] is None for row in expected), "some rows of the FULL OUTER input's own"
+    assert multi.multi_join_count == 1, multi.plan
+    assert without_far_rows(multi.rows) == expected
+    assert without_far_rows(chain.rows) == expected
     padded = [entry["customMetrics"]["numNullPaddedRows"] for p in multi.progress
               for entry in p["stateOperators"]]
     assert sum(padded) == sum(n for row, n in expected.items() if None in row) > 0
@@ -162,8 +167,9 @@ def test_shapes_a_multi_join_cannot_run_stay_with_spark(spark, tmp_path):
     # Spark does not turn the outer join into an inner one).
     padded_side_used = frames[0].join(frames[1], on(1, 0), "left_outer").join(
         frames[2], on(2, 0) & F.expr("v1 IS NULL OR v2 >= v1"))
-    # A FULL OUTER join.
-    full_outer = frames[0].join(frames[1], on(1, 0)).join(frames[2], on(2, 0), "full_outer")
+    # A LEFT OUTER join above a FULL OUTER join.
+    full_outer = frames[0].join(frames[1], on(1, 0), "full_outer").join(
+        frames[2], on(2, 1), "left_outer")
     # LEFT OUTER joins without time bounds on every input.
     unbounded = frames[0].join(frames[1], F.col("k0") == F.col("k1"), "left_outer").join(
         frames[2], on(2, 0), "left_outer")

@@ -194,7 +194,7 @@ def random_bounds(rng: random.Random, n_inputs: int, lows: list[int],
 def bounded_chain(parents: list[int], bounds: list[tuple[int, int]], drop_times: bool = False,
                   kinds: list[str] | None = None):
     """Input j joins input parents[j] on k, with t_j within [t_p - lo, t_p + hi] seconds, as
-    kinds[j] ("inner", the default, or "left_outer").
+    kinds[j] ("inner", the default, "left_outer" or "full_outer").
 
     With `drop_times` (a star: every parent is input 0), t_j is dropped right after its join:
     the only shape Spark's chain runs, as it allows one event-time column into a stateful
@@ -219,7 +219,7 @@ def bounded_chain(parents: list[int], bounds: list[tuple[int, int]], drop_times:
 
 @dataclass
 class OuterTree:
-    """A chain of INNER, LEFT and RIGHT OUTER joins over timed inputs, each input joined to an
+    """A chain of INNER, LEFT, RIGHT and FULL OUTER joins over timed inputs, each input joined to an
     earlier one (its parent) on k and within an interval of its event time, its ON clause
     maybe also bounding it against another earlier input, and equating its key to the parent's
     or to another earlier input's."""
@@ -253,11 +253,16 @@ class OuterTree:
         return joined
 
 
-def random_outer_tree(rng: random.Random, n_inputs: int) -> OuterTree:
+def random_outer_tree(rng: random.Random, n_inputs: int, n_full_outer: int = 0) -> OuterTree:
+    """A random OuterTree: the last `n_full_outer` joins FULL OUTER (a multi-join runs FULL
+    OUTER joins only above the rest), the others INNER, LEFT or RIGHT OUTER, at least one
+    outer."""
     kinds = ["inner"] + [rng.choice(["inner", "left_outer", "left_outer", "right_outer"])
                          for _ in range(1, n_inputs)]
     if all(kind == "inner" for kind in kinds):
         kinds[-1] = "left_outer"
+    if n_full_outer:
+        kinds[-n_full_outer:] = ["full_outer"] * n_full_outer
     parents = [0] + [rng.randrange(j) for j in range(1, n_inputs)]
     key_partners = [0] + [rng.choice([parents[j], rng.randrange(j)]) for j in range(1, n_inputs)]
     extra_bounds = {j: rng.randrange(j) for j in range(2, n_inputs) if rng.random() < 0.3}

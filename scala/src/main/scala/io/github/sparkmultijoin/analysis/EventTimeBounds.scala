@@ -18,12 +18,13 @@ import org.apache.spark.sql.types.TimestampType
  * `t_i >= t_k + L(i, j) + L(j, k)`), so the tightest bound between two inputs is a longest path
  * over these difference constraints (Floyd-Warshall, as the inputs are few).
  *
- * A conjunct of the inner joins holds in every output row. A conjunct of an outer input's ON
- * clause holds only where that input is present (matched, not padded), so a path may use it
- * only for rows in which that input is surely present: for a pair i, k, those with rows of i
- * and k, of every inner input, and of every input whose presence these imply (a present outer
- * input's ON clause held, so every input read by a conjunct of it that is null whenever a column
- * it reads is null was present too).
+ * A conjunct of the inner joins holds in every output row with the inner inputs. A conjunct of
+ * an outer input's ON clause holds only where that input is present (matched, not padded; for a
+ * FULL OUTER input, with a row joined before it), so a path may use it only for rows in which
+ * it surely holds: for a pair i, k, those with rows of i and k, of every input always present,
+ * and of every input whose presence these imply (a row of an inner input implies all of them;
+ * where an outer input's ON clause held, every input read by a conjunct of it that is null
+ * whenever a column it reads is null was present too).
  *
  * A stored row of input i can only join again in an output row with a row still to come; rows
  * to come from input k have `t_k` above the watermark W (Spark drops later ones), so the stored
@@ -43,32 +44,44 @@ object EventTimeBounds {
 
   /**
    * Per input, the offset (milliseconds) from the operator's input watermark at or below which
+   * a row of it can join no row to come, so that every output row with it is final; None where
+   * the input is unbounded. A deciding input's rows decide their null-padded rows then.
+   */
+  def finalOffsets(
+      inputs: Seq[Seq[Attribute]],
+      conjuncts: Seq[Conjunct],
+      tree: JoinTree): Seq[Option[Long]] =
+    finalOffsets(inputs, new LowerBounds(inputs, conjuncts, tree))
+
+  private def finalOffsets(inputs: Seq[Seq[Attribute]], lowerBound: LowerBounds) =
+    inputs.indices.map { input =>
+      val others = inputs.indices.filter(_ != input).map(lowerBound(input, _))
+      if (others.forall(_.isDefined)) Some(others.flatten.min) else None
+    }
+
+  /**
+   * Per input, the offset (milliseconds) from the operator's input watermark at or below which
    * its rows are evicted; None where the input is unbounded.
    *
-   * With outer inputs, the deciding input's rows decide null-padding when they are evicted, and
-   * then need every row they can be joined with. So another input's row is also kept while a
-   * deciding row it can join is kept: while `t_j > W + offset(deciding) + L*(j, deciding)`.
+   * A deciding input's row decides null-padding when it is final, and then needs every row it
+   * can be joined with. So a row of input j is also kept while a deciding row of input e it can
+   * join is not yet final: while `t_j > W + final(e) + L*(j, e)`. The deciding rows themselves
+   * are kept for each other the same way.
    */
   def evictionOffsets(
       inputs: Seq[Seq[Attribute]],
       conjuncts: Seq[Conjunct],
       tree: JoinTree): Seq[Option[Long]] = {
     val lowerBound = new LowerBounds(inputs, conjuncts, tree)
-    val own = inputs.indices.map { input =>
-      val others = inputs.indices.filter(_ != input).map(lowerBound(input, _))
-      if (others.forall(_.isDefined)) Some(others.flatten.min) else None
-    }
-    tree.decidingInput match {
-      case None => own
-      case Some(decider) => own.zipWithIndex.map {
-          case (offset, input) if input == decider => offset
-          case (offset, input) =>
-            for {
-              kept <- offset
-              deciderKept <- own(decider)
-              toDecider <- lowerBound(input, decider)
-            } yield math.min(kept, deciderKept + toDecider)
-        }
+    val finals = finalOffsets(inputs, lowerBound)
+    finals.zipWithIndex.map { case (own, input) =>
+      tree.decidingInputs.filter(_ != input).foldLeft(own) { (kept, decider) =>
+        for {
+          kept <- kept
+          deciderFinal <- finals(decider)
+          toDecider <- lowerBound(input, decider)
+        } yield math.min(kept, deciderFinal + toDecider)
+      }
     }
   }
 
@@ -81,21 +94,39 @@ object EventTimeBounds {
 
     private val columns = new InputColumns(inputs)
     private val edges = directBounds(inputs, conjuncts)
-    // Per outer input, the inputs its presence implies are present.
+    private val firstInner = tree.innerInputs.head
+    // Per outer input, the inputs its presence implies are present, where its ON clause held.
     private val implied: Map[Int, Set[Int]] = tree.outerInputs.map { outer =>
       outer -> conjuncts.filter(_.outerInput.contains(outer)).map(_.expression)
         .filter(nullWhenAnyColumnIsNull).flatMap(columns.inputsOf).toSet
     }.toMap
+    private val joinedBefore: Map[Int, Set[Int]] = tree.outerOrder.zipWithIndex.map {
+      case (outer, place) => outer -> (tree.innerInputs ++ tree.outerOrder.take(place)).toSet
+    }.toMap
     private val closures = mutable.HashMap.empty[Set[Int], Array[Array[Option[Long]]]]
 
     def apply(i: Int, k: Int): Option[Long] = {
-      val present = presentWith(Set(i, k) ++ tree.innerInputs)
+      val present = presentWith(Set(i, k) ++ tree.alwaysPresent)
       closures.getOrElseUpdate(present,
-        longestPaths(inputs.length, edges.filter(_.owner.forall(present))))(i)(k)
+        longestPaths(inputs.length, edges.filter(edge => held(edge.owner, present))))(i)(k)
+    }
+
+    /**
+     * Whether the conjuncts of `owner` (None: the inner joins) hold in every row with rows of
+     * `present`: the inner joins' where the inner inputs are; a LEFT OUTER input's where it is;
+     * a FULL OUTER input's where it is and so is an input joined before it (else it is a row of
+     * its own, matched by nothing).
+     */
+    private def held(owner: Option[Int], present: Set[Int]): Boolean = owner match {
+      case None => present(firstInner)
+      case Some(outer) =>
+        present(outer) && (!tree.isFullOuter(outer) || present.exists(joinedBefore(outer)))
     }
 
     private def presentWith(seed: Set[Int]): Set[Int] = {
-      val more = seed.flatMap(implied.getOrElse(_, Set.empty)) -- seed
+      val inner = if (seed.exists(!tree.isOuter(_))) tree.innerInputs.toSet else Set.empty[Int]
+      val more = inner ++ seed.filter(input => held(Some(input), seed) && tree.isOuter(input))
+        .flatMap(implied) -- seed
       if (more.isEmpty) seed else presentWith(seed ++ more)
     }
   }

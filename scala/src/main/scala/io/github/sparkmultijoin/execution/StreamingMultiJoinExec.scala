@@ -11,7 +11,7 @@ import org.apache.spark.TaskContext
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression}
-import org.apache.spark.sql.catalyst.plans.physical.{Distribution, Partitioning, PartitioningCollection, StatefulOpClusteredDistribution}
+import org.apache.spark.sql.catalyst.plans.physical.{Distribution, Partitioning, PartitioningCollection, StatefulOpClusteredDistribution, UnknownPartitioning}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.operators.stateful.{SchemaValidationUtils, StatefulOperatorCustomMetric, StatefulOperatorCustomSumMetric, StatefulOperatorStateInfo, StateStoreWriter}
 import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, OperatorInfoV1, OperatorStateMetadata, OperatorStateMetadataV2, StateSchemaValidationResult, StateStore, StateStoreColFamilySchema, StateStoreId, StateStoreMetadataV2, StateStoreOps}
@@ -25,10 +25,11 @@ import org.apache.spark.sql.types.StructType
  * join meet in one partition. A partition's micro-batch runs in three steps:
  *  1. [[DeltaJoiner]] stores every new row, then per key they were stored under emits each
  *     combination with at least one new row, exactly once.
- *  2. With outer inputs, the deciding input's rows that can join nothing to come are evicted,
- *     and [[OuterJoinPadder]] emits their null-padded output rows.
- *  3. The other inputs' rows that can join nothing to come are evicted, by bounds derived from
- *     the interval conditions ([[EventTimeBounds]]), and the state is committed.
+ *  2. With outer inputs, [[OuterJoinPadder]] emits the null-padded output rows that the
+ *     deciding inputs' rows which became final in this batch (no row to come can join them)
+ *     decide.
+ *  3. The rows no longer needed are evicted, by bounds derived from the interval conditions
+ *     ([[EventTimeBounds]]), and the state is committed.
  * A row at or below the previous batch's watermark is late and dropped, as Spark's joins do.
  *
  * State: see [[MultiJoinStateManager]]; its layout is version [[StateFormatVersion]], recorded
@@ -56,9 +57,9 @@ case class StreamingMultiJoinExec(
 
   override def shortName: String = "multiJoin"
 
-  override def output: Seq[Attribute] = children.zip(outerConditions).flatMap {
-    case (child, None) => child.output
-    case (child, Some(_)) => child.output.map(_.withNullability(true))
+  override def output: Seq[Attribute] = children.zipWithIndex.flatMap {
+    case (child, input) if tree.isNullable(input) => child.output.map(_.withNullability(true))
+    case (child, _) => child.output
   }
 
   // Without state info (explain before start) the partition count Spark would use is the conf's.
@@ -68,13 +69,17 @@ case class StreamingMultiJoinExec(
   override def requiredChildDistribution: Seq[Distribution] =
     keys.map(StatefulOpClusteredDistribution(_, numStatePartitions))
 
+  // Rows of a FULL OUTER input's own have nulls for the inner inputs' keys, as in Spark's join.
   override def outputPartitioning: Partitioning =
-    PartitioningCollection(tree.innerInputs.map(children(_).outputPartitioning))
+    if (tree.fullOuter.nonEmpty) UnknownPartitioning(numStatePartitions)
+    else PartitioningCollection(tree.innerInputs.map(children(_).outputPartitioning))
 
   override def simpleString(maxFields: Int): String = {
     val inputs = children.indices.map { input =>
       val joined = (outerConditions(input), tree.parents(input)) match {
-        case (Some(on), Some(parent)) => s" LEFT OUTER to input$parent ON ${on.sql}"
+        case (Some(on), Some(parent)) =>
+          val joinType = if (tree.isFullOuter(input)) "FULL OUTER" else "LEFT OUTER"
+          s" $joinType to input$parent ON ${on.sql}"
         case _ => ""
       }
       val kept = (eventTimes(input), evictionOffsets(input)) match {
@@ -102,6 +107,10 @@ case class StreamingMultiJoinExec(
   /** Per input, how far below the watermark its rows are kept (ms); None keeps them all. */
   private lazy val evictionOffsets: Seq[Option[Long]] =
     EventTimeBounds.evictionOffsets(children.map(_.output), conjuncts, tree)
+
+  /** Per input, how far below the watermark its rows can join no row to come (ms). */
+  private lazy val finalOffsets: Seq[Option[Long]] =
+    EventTimeBounds.finalOffsets(children.map(_.output), conjuncts, tree)
 
   private lazy val evictable: Seq[Int] =
     children.indices.filter { input =>
@@ -192,25 +201,28 @@ case class StreamingMultiJoinExec(
     val padder = new OuterJoinPadder(join, state, longMetric(NullPaddedRowsMetric))
     val joiner = new DeltaJoiner(join, state, padder, lateRowsWatermarkMs.map(_ * 1000),
       timeOrdinals, longMetric("numRowsDroppedByWatermark"))
-    // Eviction bounds in microseconds, as rows keep their event times.
+    // Bounds in microseconds, as rows keep their event times.
     def evictAtOrBelow(input: Int) = evictionWatermarkMs.filter(_ => evictable.contains(input))
       .map(watermark => (watermark + evictionOffsets(input).get) * 1000)
+    def newlyFinalRows(decider: Int) = for {
+      watermark <- evictionWatermarkMs
+      previous <- lateRowsWatermarkMs
+      offset <- finalOffsets(decider)
+    } yield state.newlyFinalRows(decider, (watermark + offset) * 1000, (previous + offset) * 1000)
 
     val updateStartTimeNs = System.nanoTime
     // All new rows are stored before any is joined, so that each key's stored rows are read
     // once per batch, not once per new row.
     val joined = taggedInput.flatMap { case (input, row) => joiner.store(input, row) } ++
       joiner.joinAddedKeys()
-    val rows = tree.decidingInput.fold(joined) { decider =>
-      joined ++ padder.padEvicted(
-        evictAtOrBelow(decider).iterator.flatMap(state.evictDecidingRows(decider, _)))
+    val rows = joined ++ tree.decidingInputs.iterator.flatMap { decider =>
+      newlyFinalRows(decider).iterator.flatMap(padder.padFinal(decider, _))
     }
     val numOutputRows = longMetric("numOutputRows")
     onExhaustion(rows.map { row => numOutputRows += 1; row }) {
       allUpdatesTimeMs(updateStartTimeNs)
       longMetric("allRemovalsTimeMs") += timeTakenMs {
-        for (input <- evictable if !tree.decidingInput.contains(input);
-          bound <- evictAtOrBelow(input)) {
+        for (input <- evictable; bound <- evictAtOrBelow(input)) {
           state.evict(input, bound)
         }
       }

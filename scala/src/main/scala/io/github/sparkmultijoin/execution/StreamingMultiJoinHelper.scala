@@ -221,9 +221,12 @@ class CompiledJoin(
   /** Per input, how its new rows are joined with all other inputs' rows. */
   val deltaPlans: Seq[CompiledPlan] = probePlans(inputs, conjuncts).map(new CompiledPlan(_))
 
-  /** The deciding row's combinations with the other inner inputs' rows, outer inputs left out. */
+  /**
+   * A row of the first inner input's combinations with the other inner inputs' rows, outer
+   * inputs left out.
+   */
   lazy val innerPlan: CompiledPlan = new CompiledPlan(
-    probePlan(inputs, conjuncts, tree.decidingInput.get, tree.outerInputs.toSet))
+    probePlan(inputs, conjuncts, tree.innerInputs.head, tree.outerInputs.toSet))
 
   /** Per outer input, its whole ON clause, over the bound rows. */
   val onClauses: Map[Int, BasePredicate] = tree.outerInputs.map { outer =>
@@ -299,7 +302,8 @@ class DeltaJoiner(
         padder.padWithoutKey(input, row)
       } else {
         join.bindOnly(input, row)
-        if (join.passes(join.deltaPlans(input).onNewRow)) {
+        // A FULL OUTER input's row that fails its own ON clause still comes out, padded.
+        if (join.passes(join.deltaPlans(input).onNewRow) || join.tree.isFullOuter(input)) {
           state.append(input, key, join.toUnsafe(input, row))
         }
         Iterator.empty
@@ -344,14 +348,20 @@ class DeltaJoiner(
 }
 
 /**
- * Null-padding. When rows of the deciding input are evicted, no row to come can join them, so
- * every output row with one of them is final. Each evicted row's output rows are enumerated
- * once more, as Spark's chain of joins gives them: its combinations with the other inner
- * inputs' rows, each extended by the outer inputs in the order their joins apply, with every
- * row of an outer input that satisfies its ON clause (read with nulls for the inputs padded so
- * far) or, where none does, nulls. Those with a padded input come out; the others came out
- * when their last row arrived. Every row they need is still stored: the other inputs' rows are
- * kept while a deciding row they can join is ([[io.github.sparkmultijoin.analysis.EventTimeBounds]]).
+ * Null-padding. Once a row of a deciding input is final (no row to come can join it), so is
+ * every output row with it. Those in which it decides, with a padded input, are enumerated once
+ * more from the stored rows, as Spark's chain of joins gives them:
+ *  - a row of the first inner input: its combinations with the other inner inputs' rows, each
+ *    extended by the outer inputs in the order their joins apply, with every row of an outer
+ *    input that satisfies its ON clause (read with nulls for the inputs padded so far) or,
+ *    where none does, nulls;
+ *  - a row of a FULL OUTER input that satisfies its ON clause with no row of the joins before
+ *    it (which are enumerated the same way, up to it): nulls for those, the row, and the
+ *    FULL OUTER inputs after it extended as above.
+ * The output rows without a padded input came out when their last row arrived. Every row they
+ * need is still stored: the rows a deciding row can be joined with are kept until it is final
+ * ([[io.github.sparkmultijoin.analysis.EventTimeBounds]]), and nothing is removed before every
+ * deciding input's rows of the batch are padded.
  *
  * @param join              the compiled conditions and projections
  * @param state             the partition's state
@@ -362,57 +372,114 @@ class OuterJoinPadder(
     state: MultiJoinStateManager,
     numNullPaddedRows: SQLMetric) {
 
-  private val outerOrder = join.tree.outerOrder.toArray
+  private val tree = join.tree
+  private val outerOrder = tree.outerOrder.toArray
+  private val firstInner = tree.innerInputs.head
+  // The rows of each input under a key, read once per key in a batch's padding.
+  private val rowsByKey = mutable.HashMap.empty[UnsafeRow, mutable.HashMap[Int, Array[UnsafeRow]]]
 
-  /** The null-padded output rows of the deciding rows `evicted`. */
-  def padEvicted(evicted: Iterator[UnsafeRow]): Iterator[InternalRow] = {
-    val decider = join.tree.decidingInput.get
-    // Several rows evicted under one key read its rows once.
-    val rowsByKey = mutable.HashMap.empty[UnsafeRow, Int => Array[UnsafeRow]]
-    evicted.flatMap { row =>
+  /** The null-padded output rows that `decider`'s newly final rows `rows` decide. */
+  def padFinal(decider: Int, rows: Array[UnsafeRow]): Iterator[InternalRow] =
+    rows.iterator.flatMap { row =>
       val key = join.keyProjections(decider)(row).copy()
-      val stored = rowsByKey.getOrElseUpdate(key, {
-          val rows = mutable.HashMap.empty[Int, Array[UnsafeRow]]
-          input => rows.getOrElseUpdate(input, state.rowsUnder(input, key).rows)
-        })
-      padded(row, stored)
+      val rowsOf = rowsByKey.getOrElseUpdate(key, mutable.HashMap.empty)
+      val stored = (input: Int) => rowsOf.getOrElseUpdate(input, state.rowsUnder(input, key).rows)
+      if (decider == firstInner) paddedWithInner(row, stored) else paddedFrom(decider, row, stored)
+    }
+
+  /**
+   * A row with a null key joins no row. It comes out at once where it decides its own output
+   * row: a FULL OUTER input's row, or the only inner input's, every outer input padded.
+   */
+  def padWithoutKey(input: Int, row: InternalRow): Iterator[InternalRow] =
+    if (tree.isFullOuter(input)) {
+      join.bindOnly(input, row)
+      Iterator.single(emit())
+    } else if (tree.decidingInputs.headOption.contains(input) && tree.innerInputs == Seq(input)) {
+      paddedWithInner(row, _ => Array.empty[UnsafeRow])
+    } else {
+      Iterator.empty
+    }
+
+  private def paddedWithInner(
+      decidingRow: InternalRow,
+      stored: Int => Array[UnsafeRow]): Iterator[InternalRow] =
+    rowsWithInner(decidingRow, stored, outerOrder.length).filter(padded => padded).map(_ => emit())
+
+  private def paddedFrom(
+      fullOuter: Int,
+      row: InternalRow,
+      stored: Int => Array[UnsafeRow]): Iterator[InternalRow] = {
+    val step = outerOrder.indexOf(fullOuter)
+    if (!matchesNothingBefore(step, row, stored)) {
+      Iterator.empty
+    } else {
+      join.bindOnly(fullOuter, row)
+      extensions(step + 1, outerOrder.length, stored, padded = true).map(_ => emit())
+    }
+  }
+
+  private def emit(): InternalRow = {
+    numNullPaddedRows += 1
+    join.project(join.bound.row)
+  }
+
+  /** Whether no row of the joins before the FULL OUTER join at `step` matches `row`. */
+  private def matchesNothingBefore(
+      step: Int,
+      row: InternalRow,
+      stored: Int => Array[UnsafeRow]): Boolean = {
+    val fullOuter = outerOrder(step)
+    !rowsBefore(step, stored).exists { _ =>
+      join.bound.bind(fullOuter, row)
+      join.passes(join.onClauses(fullOuter))
     }
   }
 
   /**
-   * A row with a null key joins no row; a deciding row that is the only inner input's comes out
-   * at once, every outer input padded, as Spark's chain gives it.
+   * The rows of the joins before the outer join at `step` (the inner joins' and the outer
+   * joins' before it), each bound in turn; per row, whether an input in it is padded.
    */
-  def padWithoutKey(input: Int, row: InternalRow): Iterator[InternalRow] =
-    if (!join.tree.decidingInput.contains(input) || join.tree.innerInputs != Seq(input)) {
-      Iterator.empty
-    } else {
-      padded(row, _ => Array.empty[UnsafeRow])
-    }
+  private def rowsBefore(step: Int, stored: Int => Array[UnsafeRow]): Iterator[Boolean] = {
+    val fullOuterOnly = (0 until step).iterator.filter(s => tree.isFullOuter(outerOrder(s)))
+      .flatMap { earlier =>
+        val fullOuter = outerOrder(earlier)
+        stored(fullOuter).iterator.filter(matchesNothingBefore(earlier, _, stored)).flatMap { row =>
+          join.bindOnly(fullOuter, row)
+          extensions(earlier + 1, step, stored, padded = true)
+        }
+      }
+    stored(firstInner).iterator.flatMap(rowsWithInner(_, stored, step)) ++ fullOuterOnly
+  }
 
-  private def padded(
+  /**
+   * The rows with `decidingRow` of the first inner input, extended by the outer joins before
+   * `until`; per row, whether an input in it is padded.
+   */
+  private def rowsWithInner(
       decidingRow: InternalRow,
-      stored: Int => Array[UnsafeRow]): Iterator[InternalRow] = {
+      stored: Int => Array[UnsafeRow],
+      until: Int): Iterator[Boolean] = {
     val inner = join.innerPlan
-    join.bindOnly(join.tree.decidingInput.get, decidingRow)
+    join.bindOnly(firstInner, decidingRow)
     if (!join.passes(inner.onNewRow)) {
       Iterator.empty
     } else {
-      join.combinations(inner, stored)(_ => ()).flatMap(_ => extend(0, stored, padded = false))
+      join.combinations(inner, stored)(_ => ()).flatMap(_ => extensions(0, until, stored, false))
     }
   }
 
-  /** The output rows of the rows bound so far, with the outer inputs from `step` on. */
-  private def extend(
+  /**
+   * The rows bound so far, extended by the outer joins from `step` until `until`, each bound in
+   * turn; per row, whether an input in it is padded.
+   */
+  private def extensions(
       step: Int,
+      until: Int,
       stored: Int => Array[UnsafeRow],
-      padded: Boolean): Iterator[InternalRow] = {
-    if (step == outerOrder.length) {
-      if (!padded) Iterator.empty
-      else {
-        numNullPaddedRows += 1
-        Iterator.single(join.project(join.bound.row))
-      }
+      padded: Boolean): Iterator[Boolean] = {
+    if (step == until) {
+      Iterator.single(padded)
     } else {
       val outer = outerOrder(step)
       val matches = stored(outer).filter { row =>
@@ -421,11 +488,11 @@ class OuterJoinPadder(
       }
       if (matches.isEmpty) {
         join.bound.clear(outer)
-        extend(step + 1, stored, padded = true)
+        extensions(step + 1, until, stored, padded = true)
       } else {
         matches.iterator.flatMap { row =>
           join.bound.bind(outer, row)
-          extend(step + 1, stored, padded)
+          extensions(step + 1, until, stored, padded)
         }
       }
     }

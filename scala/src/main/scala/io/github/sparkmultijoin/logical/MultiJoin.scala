@@ -7,15 +7,15 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 
 /**
  * A join of several streaming inputs on one shared key, evaluated by one stateful operator that
- * keeps only the input rows in state. How the inputs are joined (INNER, or LEFT OUTER off a
- * parent) is `tree`, described in [[JoinTree]].
+ * keeps only the input rows in state. How the inputs are joined (INNER, or LEFT or FULL OUTER
+ * off a parent) is `tree`, described in [[JoinTree]].
  *
  * @param children   the inputs, in the order their columns appear in the output
  * @param keys       per input, the expressions of the shared key over that input's output; all
  *                   inputs' keys have the same length and types, and a combination of rows
  *                   joins only when all their keys are equal (and free of nulls)
  * @param condition  the inner joins' conditions besides the key (deterministic); it reads inner
- *                   inputs only
+ *                   inputs only, and holds in every output row with them
  * @param tree       which inputs are outer, their parents and the order their joins apply in
  * @param onClauses  per input, its ON clause if it is an outer input (key equalities included,
  *                   as they decide where an input it reads is padded), TRUE for an inner input.
@@ -41,7 +41,7 @@ case class MultiJoin(
     children.indices.map(input => Some(onClauses(input)).filter(_ => tree.isOuter(input)))
 
   override def output: Seq[Attribute] = children.zipWithIndex.flatMap {
-    case (child, input) if tree.isOuter(input) => child.output.map(_.withNullability(true))
+    case (child, input) if tree.isNullable(input) => child.output.map(_.withNullability(true))
     case (child, _) => child.output
   }
 

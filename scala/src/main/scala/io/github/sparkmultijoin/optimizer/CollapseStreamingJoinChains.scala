@@ -9,7 +9,7 @@ import io.github.sparkmultijoin.logical.MultiJoin
 
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeSet, EqualTo, ExprId, Expression, Literal, NamedExpression}
-import org.apache.spark.sql.catalyst.plans.{Inner, LeftOuter, RightOuter}
+import org.apache.spark.sql.catalyst.plans.{FullOuter, Inner, LeftOuter, RightOuter}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, Join, LogicalPlan, Project}
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.util.UnsafeRowUtils
@@ -22,8 +22,8 @@ import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
  * after the first stores the joined output of the joins below it. With fan-out that state grows
  * with the product of the inputs. One operator over all inputs needs only the input rows.
  *
- * What qualifies: a maximal tree of INNER, LEFT OUTER and RIGHT OUTER joins whose two sides are
- * both streaming, seen through the deterministic Projects and Filters that Spark's optimizer
+ * What qualifies: a maximal tree of INNER, LEFT, RIGHT and FULL OUTER joins whose two sides
+ * are both streaming, seen through the deterministic Projects and Filters that Spark's optimizer
  * leaves between joins, with at least three inputs, whose equi-join conditions put every input
  * on one key: a class of expressions made equal, directly or transitively, with a member over
  * each input (several such classes make a composite key). Inner conjuncts not implied by that
@@ -93,7 +93,7 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
             case join @ Join(left, right, joinType, _, _)
                 if left.isStreaming && right.isStreaming =>
               notes += Note(s"A streaming $joinType join keeps Spark's binary operator: " +
-                "multi-joins are of INNER, LEFT OUTER and RIGHT OUTER joins.")
+                "multi-joins are of INNER, LEFT OUTER, RIGHT OUTER and FULL OUTER joins.")
               join
           }
       }
@@ -117,34 +117,52 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
   }
 
   private def isStreamingChainJoin(plan: LogicalPlan): Boolean = plan match {
-    case Join(left, right, Inner | LeftOuter | RightOuter, _, _) =>
+    case Join(left, right, Inner | LeftOuter | RightOuter | FullOuter, _, _) =>
       left.isStreaming && right.isStreaming
     case _ => false
   }
 
   /**
    * The inputs and conditions of a chain, with the aliases of the Projects inside it. A conjunct
-   * of a LEFT OUTER join's ON clause is owned by the join's null-padded input; `outerOrder` has
-   * the null-padded inputs in the order their joins apply, from the bottom of the plan up.
+   * of an outer join's ON clause is owned by the join's input (the null-padded one of a LEFT
+   * OUTER join, the right one of a FULL OUTER join); `outerOrder` has those inputs in the order
+   * their joins apply, from the bottom of the plan up. `joinedAboveFullOuter` notes an inner
+   * input, inner condition or LEFT OUTER join that applies above a FULL OUTER join.
    */
   private class Chain {
     val inputs = mutable.ArrayBuffer.empty[LogicalPlan]
     val outerOrder = mutable.ArrayBuffer.empty[Int]
+    val fullOuter = mutable.LinkedHashSet.empty[Int]
     val conjuncts = mutable.ArrayBuffer.empty[Conjunct]
     val aliases = mutable.HashMap.empty[ExprId, Expression]
+    var joinedAboveFullOuter = false
 
     def addInput(input: LogicalPlan): Int = {
       inputs += input
       inputs.length - 1
     }
 
-    def addOuterJoin(padded: Int, condition: Option[Expression]): Unit = {
-      outerOrder += padded
-      addConjuncts(condition, Some(padded))
+    def addInnerInput(input: LogicalPlan): Int = {
+      joinedAboveFullOuter ||= fullOuter.nonEmpty
+      addInput(input)
     }
 
-    def addConjuncts(condition: Option[Expression], owner: Option[Int]): Unit =
-      conjuncts ++= Conjunct.split(condition, owner)
+    def addOuterJoin(padded: Int, condition: Option[Expression]): Unit = {
+      joinedAboveFullOuter ||= fullOuter.nonEmpty
+      outerOrder += padded
+      conjuncts ++= Conjunct.split(condition, Some(padded))
+    }
+
+    def addFullOuterJoin(right: Int, condition: Option[Expression]): Unit = {
+      fullOuter += right
+      outerOrder += right
+      conjuncts ++= Conjunct.split(condition, Some(right))
+    }
+
+    def addConjuncts(condition: Option[Expression]): Unit = {
+      joinedAboveFullOuter ||= fullOuter.nonEmpty
+      conjuncts ++= Conjunct.split(condition, None)
+    }
 
     def inline(expression: Expression): Expression = expression.transformUp {
       case attribute: Attribute if aliases.contains(attribute.exprId) => aliases(attribute.exprId)
@@ -164,7 +182,7 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
     case Join(left, right, Inner, condition, _) if continuesChain(plan) =>
       flatten(left, chain)
       flatten(right, chain)
-      chain.addConjuncts(condition, None)
+      chain.addConjuncts(condition)
     case Join(left, right, LeftOuter, condition, _) if continuesChain(plan) =>
       flatten(left, chain)
       chain.addOuterJoin(chain.addInput(right), condition)
@@ -173,6 +191,9 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
       val padded = chain.addInput(left)
       flatten(right, chain)
       chain.addOuterJoin(padded, condition)
+    case Join(left, right, FullOuter, condition, _) if continuesChain(plan) =>
+      flatten(left, chain)
+      chain.addFullOuterJoin(chain.addInput(right), condition)
     case Project(projectList, child) if continuesChain(plan) =>
       flatten(child, chain)
       projectList.foreach {
@@ -181,9 +202,9 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
       }
     case Filter(condition, child) if continuesChain(plan) =>
       flatten(child, chain)
-      chain.addConjuncts(Some(condition), None)
+      chain.addConjuncts(Some(condition))
     case input =>
-      chain.addInput(input)
+      chain.addInnerInput(input)
   }
 
   /** `join` collapsed with the chain below it, or why it stays as Spark planned it. */
@@ -219,7 +240,7 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
     val groupSize = MultiJoinConf.maxTables(conf).getOrElse(inputs.length)
     val tree = if (chain.outerOrder.isEmpty) JoinTree.inner(groupSize min inputs.length)
     else {
-      outerJoinTree(inputs, chain.outerOrder.toSeq, conjuncts, keyClasses, groupSize) match {
+      outerJoinTree(inputs, chain, conjuncts, keyClasses, groupSize) match {
         case Left(problem) =>
           return Left(s"A chain of ${inputs.length} streaming joins with outer joins stays as " +
             s"Spark planned it: $problem ($names).")
@@ -273,22 +294,25 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
 
   /**
    * How a chain with outer joins joins its inputs ([[JoinTree]]), or why one multi-join cannot
-   * run it. Null-padded rows come out when the deciding input's rows are evicted, so every input
-   * must be bounded in event time. The inner joins' conditions may not read an outer input (its
-   * nulls would reach them; Spark has already made inner the outer joins whose padded rows a
-   * later condition rejects). And every join must equate the key itself, as the multi-join
-   * looks every input's rows up by the shared key: an outer input's ON clause to an input joined
-   * before it, the inner joins among the inner inputs.
+   * run it. Null-padded rows come out once the deciding inputs' rows can join no row to come, so
+   * every input must be bounded in event time. The inner joins' conditions may not read an outer
+   * input (its nulls would reach them; Spark has already made inner the outer joins whose padded
+   * rows a later condition rejects). And every join must equate the key itself, as the
+   * multi-join looks every input's rows up by the shared key: an outer input's ON clause to an
+   * input joined before it, the inner joins among the inner inputs. FULL OUTER joins have rules
+   * of their own ([[fullOuterProblem]]).
    */
   private def outerJoinTree(
       inputs: Seq[LogicalPlan],
-      outerOrder: Seq[Int],
+      chain: Chain,
       conjuncts: Seq[Conjunct],
       keyClasses: Seq[Seq[(Int, Expression)]],
       groupSize: Int): Either[String, JoinTree] = {
     if (groupSize < inputs.length) {
       return Left(s"${MultiJoinConf.MAX_TABLES.key} = $groupSize would split it")
     }
+    fullOuterProblem(inputs, chain, conjuncts).foreach(problem => return Left(problem))
+    val outerOrder = chain.outerOrder.toSeq
     val columns = new InputColumns(inputs.map(_.output))
     val inner = inputs.indices.filterNot(outerOrder.contains)
     conjuncts.find { conjunct =>
@@ -307,7 +331,7 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
       val reads = onClause.flatMap(columns.inputsOf).toSet - outer
       outer -> joinedBefore.filter(reads).lastOption.getOrElse(inner.head)
     }.toMap
-    val tree = JoinTree(inputs.indices.map(parents.get), outerOrder)
+    val tree = JoinTree(inputs.indices.map(parents.get), outerOrder, chain.fullOuter.toSet)
     val offsets = EventTimeBounds.evictionOffsets(inputs.map(_.output), conjuncts, tree)
     if (offsets.exists(_.isEmpty)) {
       return Left("an outer join's null-padded rows come out once the watermark shows a row " +
@@ -316,6 +340,31 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
     }
     Right(tree)
   }
+
+  /**
+   * Why a chain's FULL OUTER joins cannot run in one multi-join, if so. A FULL OUTER join pads
+   * every input joined before it, so only FULL OUTER joins may apply above it: an inner join or
+   * condition above it would read those nulls, and a LEFT OUTER join above it would need a tree
+   * of its own. Its ON clause must be false wherever an input it reads is padded (as comparisons
+   * are): a row of the joins before it then matches only with its inputs' own rows, which the
+   * operator keeps while they can match.
+   */
+  private def fullOuterProblem(
+      inputs: Seq[LogicalPlan],
+      chain: Chain,
+      conjuncts: Seq[Conjunct]): Option[String] =
+    if (chain.joinedAboveFullOuter) {
+      Some("an inner join, a filter or a LEFT OUTER join applies above a FULL OUTER join; " +
+        "only FULL OUTER joins may follow one")
+    } else {
+      conjuncts.find { conjunct =>
+        conjunct.outerInput.exists(chain.fullOuter) &&
+        !EventTimeBounds.nullWhenAnyColumnIsNull(conjunct.expression)
+      }.map { conjunct =>
+        s"the FULL OUTER join of ${describe(inputs(conjunct.outerInput.get))} has a condition " +
+          s"that can hold where a column it reads is null: ${conjunct.expression.sql}"
+      }
+    }
 
   /** Why the inner inputs do not share the key through the inner joins' conditions, if so. */
   private def innerKeyProblem(

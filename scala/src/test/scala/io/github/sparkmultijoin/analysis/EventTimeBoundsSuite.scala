@@ -88,4 +88,25 @@ class EventTimeBoundsSuite extends AnyFunSuite {
     def near(offset: Option[Long], bound: Long) = offset.exists(o => o <= bound && o >= bound - 5)
     assert(near(offsets(0), -100000L) && near(offsets(2), -200000L), offsets)
   }
+
+  test("a FULL OUTER input decides its own rows: each decider keeps the rows it can join") {
+    // a and b inner, b within 10 s of a; c FULL OUTER on b, within 20 s of b. Rows with a and c
+    // both have b (c's ON clause read it), so c is within 30 s of a. By hand, final offsets
+    // (no row to come joins the row): a min(-10, -30) = -30 s, b min(-10, -20) = -20 s,
+    // c min(-30, -20) = -30 s. a and c decide, so each input is kept while a row of either it
+    // can join is not final: a -30 - 30 = -60 s, b min(-30 - 10, -30 - 20) = -50 s,
+    // c -30 - 30 = -60 s.
+    val all = inputs(3)
+    val tree = JoinTree(Seq(None, None, Some(1)), Seq(2), fullOuter = Set(2))
+    val conjuncts = inner(between(time(all, 1), time(all, 0), 10, 10)) ++
+      Conjunct.split(Some(between(time(all, 2), time(all, 1), 20, 20)), Some(2))
+    def near(offsets: Seq[Option[Long]], expected: Seq[Long]) =
+      offsets.zip(expected).forall { case (offset, bound) =>
+        offset.exists(o => o <= bound && o >= bound - 5)
+      }
+    val finals = EventTimeBounds.finalOffsets(all, conjuncts, tree)
+    assert(near(finals, Seq(-30000L, -20000L, -30000L)), finals)
+    val evictions = EventTimeBounds.evictionOffsets(all, conjuncts, tree)
+    assert(near(evictions, Seq(-60000L, -50000L, -60000L)), evictions)
+  }
 }

@@ -134,7 +134,7 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
     assert(said.exists(_.contains(s"${MultiJoinConf.ENABLED.key} is false")), said)
   }
 
-  test("two inputs, no common key, a static input or a FULL OUTER join keep Spark's plan") {
+  test("two inputs, no common key or a static input keep Spark's plan") {
     val Seq(a, b, c) = keyed(3)
     assertKeptAsPlanned(a.join(b, onKeys(1, 0)), "two inputs")
     assertKeptAsPlanned(a.join(b, onKeys(1, 0)).join(c, col("v2") === col("v1")),
@@ -143,10 +143,6 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
     val withStatic = a.join(b, onKeys(1, 0)).join(static, col("k9") === col("k0"))
       .join(c, onKeys(2, 0))
     assertKeptAsPlanned(withStatic, "two inputs")
-    val Seq(x, y, z) = timed(3)
-    val fullOuter = x.join(y, onKeys(1, 0) && within(1, 0, 10))
-      .join(z, onKeys(2, 0) && within(2, 0, 10), "full_outer")
-    assertKeptAsPlanned(fullOuter, "FullOuter join keeps Spark's binary operator")
   }
 
   test("an outer join a multi-join cannot run stays binary, and the chain below collapses") {
@@ -216,5 +212,37 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
     val readsPadded = a.join(b, onKeys(1, 0) && within(1, 0, 10), "left_outer")
       .join(c, onKeys(2, 0) && within(2, 0, 10) && expr("v1 IS NULL OR v2 >= v1"))
     assertKeptAsPlanned(readsPadded, "uses the null-padded side of an outer join")
+  }
+
+  test("FULL OUTER joins above the rest of a chain collapse; every input is then nullable") {
+    val Seq(a, b, c, d) = timed(4)
+    val innerThenFull = a.join(b, onKeys(1, 0) && within(1, 0, 10))
+      .join(c, onKeys(2, 1) && within(2, 1, 10), "full_outer")
+    val Seq(first) = multiJoins(innerThenFull)
+    assert(first.tree.fullOuter == Set(2) && first.tree.parents == Seq(None, None, Some(1)))
+    assert(first.output.forall(_.nullable))
+    // A LEFT OUTER join below, two FULL OUTER joins above, the second on the first's key.
+    val nested = a.join(b, onKeys(1, 0) && within(1, 0, 10), "left_outer")
+      .join(c, onKeys(2, 0) && within(2, 0, 10), "full_outer")
+      .join(d, onKeys(3, 2) && within(3, 2, 10), "full_outer")
+    val Seq(second) = multiJoins(nested)
+    assert(second.tree.outerOrder == Seq(1, 2, 3) && second.tree.fullOuter == Set(2, 3))
+    assert(second.tree.decidingInputs == Seq(0, 2, 3))
+  }
+
+  test("FULL OUTER chains a multi-join cannot run keep Spark's plan, and say why") {
+    val Seq(a, b, c) = timed(3)
+    val fullOuter = a.join(b, onKeys(1, 0) && within(1, 0, 10), "full_outer")
+    // A LEFT OUTER join above a FULL OUTER join.
+    assertKeptAsPlanned(fullOuter.join(c, onKeys(2, 1) && within(2, 1, 10), "left_outer"),
+      "only FULL OUTER joins may follow one")
+    // A filter that keeps padded rows (so Spark's optimizer leaves the join FULL OUTER).
+    assertKeptAsPlanned(fullOuter.where("v0 IS NULL OR v0 > 1")
+        .join(c, onKeys(2, 1) && within(2, 1, 10), "full_outer"),
+      "only FULL OUTER joins may follow one")
+    // An ON clause that can hold on a padded input's nulls.
+    assertKeptAsPlanned(fullOuter.join(c,
+      onKeys(2, 1) && within(2, 1, 10) &&
+        expr("v0 IS NULL OR v2 > v0"), "full_outer"), "can hold where a column it reads is null")
   }
 }

@@ -179,15 +179,29 @@ class MultiJoinStateManager(
     dueRowKeys(input, maxTimeMicros).map(store.remove(_, rowFamilies(input))).length
 
   /**
-   * Removes the deciding input's rows at or below `maxTimeMicros` like [[evict]], and returns
-   * them, for null-padding.
+   * The rows of `input` that became final in this batch, for null-padding: those with an event
+   * time at or below `finalAtOrBelowMicros`, except the rows of earlier batches at or below
+   * `finalBeforeAtOrBelowMicros`, the previous batch's bound (they were final then). Copied;
+   * nothing is removed.
    */
-  def evictDecidingRows(input: Int, maxTimeMicros: Long): Array[UnsafeRow] =
-    dueRowKeys(input, maxTimeMicros).map { rowKey =>
-      val row = store.get(rowKey, rowFamilies(input)).copy()
-      store.remove(rowKey, rowFamilies(input))
-      row
+  def newlyFinalRows(
+      input: Int,
+      finalAtOrBelowMicros: Long,
+      finalBeforeAtOrBelowMicros: Long): Array[UnsafeRow] = {
+    require(timeOrdinals(input).isDefined, s"input $input has no event time")
+    val batchIdOrdinal = 1 + keySchema.length
+    val due = store.iterator(timeFamilies(input))
+    val rowKeys = try {
+      due.map(_.key).takeWhile(_.getLong(0) <= finalAtOrBelowMicros)
+        .filter(key =>
+          key.getLong(0) > finalBeforeAtOrBelowMicros ||
+            key.getLong(batchIdOrdinal) == batchId)
+        .map(rowKeyOfTimeKey(_).copy()).toArray
+    } finally {
+      due.close()
     }
+    rowKeys.map(store.get(_, rowFamilies(input)).copy())
+  }
 
   /** Takes the due rows of `input` off its time index and the counts; the caller removes them. */
   private def dueRowKeys(input: Int, maxTimeMicros: Long): Array[UnsafeRow] = {

@@ -372,43 +372,34 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
   private def timedValues(row: UnsafeRow): (Int, Int, Long) =
     (row.getInt(0), row.getInt(1), row.getLong(2))
 
-  test("deciding rows are evicted and returned") {
+  test("rows that become final are returned once, across batches, and stay stored") {
     withProvider { provider =>
       inBatch(provider, 0) { state =>
         Seq((1, 1, 10L), (1, 2, 20L), (1, 3, 30L), (2, 4, 15L)).foreach { case (k, v, t) =>
           append(state, 0, k, v, t)
         }
         append(state, 1, 1, 6, 5)
+        // In the batch that stores them, rows at or below the previous bound are new too.
+        assert(state.newlyFinalRows(0, 12, 12).map(timedValues).toSeq == Seq((1, 1, 10L)))
         state.commit()
       }
       inBatchWithStore(provider, 1) { (state, store) =>
-        val evicted = state.evictDecidingRows(0, 20)
-        append(state, 0, 1, 5, 40)
+        append(state, 0, 1, 5, 18)
+        val newlyFinal = state.newlyFinalRows(0, 20, 12)
         append(state, 0, 2, 7, 50)
-        assert(valuesUnder(state, 0, 1) == Seq(3, 5))
-        assert(valuesUnder(state, 0, 2) == Seq(7))
-        assert(valuesUnder(state, 1, 1) == Seq(6), "another input's rows are left")
-        assert(timeIndex(store, 0) == Seq(30L, 40L, 50L))
+        assert(valuesUnder(state, 0, 1) == Seq(1, 2, 3, 5), "nothing is removed")
+        assert(valuesUnder(state, 1, 1) == Seq(6))
+        assert(timeIndex(store, 0) == Seq(10L, 15L, 18L, 20L, 30L, 50L))
         // Checked after those reads and writes: the rows returned must be copies of their own.
-        assert(evicted.map(timedValues).sorted.toSeq == Seq((1, 1, 10L), (1, 2, 20L), (2, 4, 15L)))
-        assert(state.numEvictedRows == 3)
-        assert(state.rowCounts == Seq(3L, 1L, 0L))
-        // Their time index entries went with them: nothing is due again.
-        assert(state.evictDecidingRows(0, 20).isEmpty)
-        assert(state.numEvictedRows == 3)
+        // (1, 1, 10) was final in batch 0; this batch's (1, 5, 18) is new.
+        assert(newlyFinal.map(timedValues).sorted.toSeq ==
+          Seq((1, 2, 20L), (1, 5, 18L), (2, 4, 15L)))
+        assert(state.numEvictedRows == 0 && state.rowCounts == Seq(6L, 1L, 0L))
         state.commit()
       }
-      inBatchWithStore(provider, 2) { (state, store) =>
-        assert(state.rowCounts == Seq(3L, 1L, 0L))
-        assert(valuesUnder(state, 0, 1) == Seq(3, 5))
-        assert(storedRows(store, 0, 1).map(_._2.getInt(1)).sorted == Seq(3, 5))
-        assert(timeIndex(store, 0) == Seq(30L, 40L, 50L))
-        assert(state.evictDecidingRows(0, 40).map(timedValues).sorted.toSeq ==
-          Seq((1, 3, 30L), (1, 5, 40L)))
-        assert(valuesUnder(state, 0, 1).isEmpty)
-        assert(valuesUnder(state, 0, 2) == Seq(7))
-        assert(timeIndex(store, 0) == Seq(50L))
-        assert(state.rowCounts == Seq(1L, 1L, 0L))
+      inBatch(provider, 2) { state =>
+        assert(state.newlyFinalRows(0, 20, 20).isEmpty, "none is final twice")
+        assert(state.newlyFinalRows(0, 40, 20).map(timedValues).toSeq == Seq((1, 3, 30L)))
       }
     }
   }
