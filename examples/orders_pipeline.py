@@ -15,6 +15,7 @@ import argparse
 import json
 import random
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -71,10 +72,37 @@ def run(spark: SparkSession, input_folder: Path, work: Path, enabled: bool) -> d
              .option("checkpointLocation", str(work / name / "checkpoint"))
              .trigger(availableNow=True).start())
     query.awaitTermination()
-    if enabled:
-        print(query._jsq.explainInternal(False))
     state_rows = sum(entry["numRowsTotal"] for entry in query.lastProgress["stateOperators"])
-    return {"state_rows": state_rows, "output": spark.read.parquet(str(work / name / "output"))}
+    return {"state_rows": state_rows, "plan": query._jsq.explainInternal(False),
+            "output": spark.read.parquet(str(work / name / "output"))}
+
+
+@dataclass
+class Report:
+    plan: str          # the multi-join query's physical plan
+    lines: list[str]   # what the example found
+    same: bool         # whether the multi-join and Spark's chain gave the same rows
+
+
+def run_example(spark: SparkSession, work: Path, input_folder: Path | None = None) -> Report:
+    """Runs the join with the multi-join and as Spark's chain over the same files (generated
+    under `work` unless `input_folder` is given) and compares them."""
+    if input_folder is None:
+        input_folder = work / "input"
+        generate(input_folder)
+    with_multi_join = run(spark, input_folder, work, enabled=True)
+    with_spark_chain = run(spark, input_folder, work, enabled=False)
+    input_rows = sum(spark.read.schema(schema).json(str(input_folder / name)).count()
+                     for name, schema in SCHEMAS.items())
+    output, chain_output = with_multi_join["output"], with_spark_chain["output"]
+    same = output.exceptAll(chain_output).isEmpty() and chain_output.exceptAll(output).isEmpty()
+    return Report(with_multi_join["plan"], [
+        f"input rows:                    {input_rows}",
+        f"output rows, multi-join:       {output.count()}",
+        f"output rows, Spark's chain:    {chain_output.count()} (same rows: {same})",
+        f"state rows, multi-join:        {with_multi_join['state_rows']}",
+        f"state rows, Spark's chain:     {with_spark_chain['state_rows']}",
+    ], same)
 
 
 def main() -> None:
@@ -84,31 +112,17 @@ def main() -> None:
     args = parser.parse_args()
 
     shutil.rmtree(args.work, ignore_errors=True)
-    input_folder = args.input
-    if input_folder is None:
-        input_folder = args.work / "input"
-        generate(input_folder)
-
     builder = (SparkSession.builder.master("local[2]").appName("multijoin-example")
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "2"))
     spark = configure_spark_with_multijoin(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-
-    with_multi_join = run(spark, input_folder, args.work, enabled=True)
-    with_spark_chain = run(spark, input_folder, args.work, enabled=False)
-    input_rows = sum(spark.read.schema(schema).json(str(input_folder / name)).count()
-                     for name, schema in SCHEMAS.items())
-    print(f"input rows:                    {input_rows}")
-    output, chain_output = with_multi_join["output"], with_spark_chain["output"]
-    same = output.exceptAll(chain_output).isEmpty() and chain_output.exceptAll(output).isEmpty()
-    print(f"output rows, multi-join:       {output.count()}")
-    print(f"output rows, Spark's chain:    {chain_output.count()} (same rows: {same})")
-    print(f"state rows, multi-join:        {with_multi_join['state_rows']}")
-    print(f"state rows, Spark's chain:     {with_spark_chain['state_rows']}")
-    if not same:
-        raise SystemExit("the multi-join and Spark's chain disagree")
+    report = run_example(spark, args.work, args.input)
+    print(report.plan)
+    print("\n".join(report.lines))
     spark.stop()
+    if not report.same:
+        raise SystemExit("the multi-join and Spark's chain disagree")
 
 
 if __name__ == "__main__":

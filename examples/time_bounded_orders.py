@@ -19,6 +19,7 @@ import json
 import os
 import random
 import shutil
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -88,43 +89,58 @@ def order_tracking(orders: DataFrame, payments: DataFrame, shipments: DataFrame,
                      "ship_time + INTERVAL 1 DAY"), "left_outer"))
 
 
+@dataclass
+class Report:
+    plan: str          # the streaming query's physical plan
+    lines: list[str]   # what the example found
+    same: bool         # whether the streaming answer is the batch query's
+
+
+def run_example(spark: SparkSession, work: Path) -> Report:
+    """Generates the streams under `work`, runs the join as one multi-join into parquet, and
+    compares the output with the batch query's."""
+    generate(work / "input")
+    multi_join(spark).enabled = True
+    streams = [spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
+               .json(str(work / "input" / name)) for name, schema in SCHEMAS.items()]
+    query = (order_tracking(*streams).writeStream.format("parquet")
+             .option("path", str(work / "output"))
+             .option("checkpointLocation", str(work / "checkpoint"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    state = [sum(e["numRowsTotal"] for e in p["stateOperators"]) for p in query.recentProgress]
+
+    tables = [spark.read.schema(schema).json(str(work / "input" / name))
+              for name, schema in SCHEMAS.items()]
+    # The far-future order is still waiting for its payment: leave it out of the batch answer.
+    expected = order_tracking(*tables).where("order_id >= 0")
+    output = spark.read.parquet(str(work / "output"))
+    same = output.exceptAll(expected).isEmpty() and expected.exceptAll(output).isEmpty()
+    return Report(query._jsq.explainInternal(False), [
+        f"output rows: {output.count()}, batch answer: {expected.count()}, same rows: {same}",
+        f"rows without a payment: {output.where('pay_order IS NULL').count()}, "
+        f"without a shipment: {output.where('ship_order IS NULL').count()}, "
+        f"without a scan: {output.where('scan_order IS NULL').count()}",
+        f"state rows after each batch: {state}",
+    ], same)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/multijoin-time-bounded"))
     args = parser.parse_args()
     shutil.rmtree(args.work, ignore_errors=True)
-    generate(args.work / "input")
 
     builder = (SparkSession.builder.master("local[2]").appName("multijoin-time-bounded")
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "2"))
     spark = configure_spark_with_multijoin(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    multi_join(spark).enabled = True
-
-    streams = [spark.readStream.schema(schema).option("maxFilesPerTrigger", 1)
-               .json(str(args.work / "input" / name)) for name, schema in SCHEMAS.items()]
-    query = (order_tracking(*streams).writeStream.format("parquet")
-             .option("path", str(args.work / "output"))
-             .option("checkpointLocation", str(args.work / "checkpoint"))
-             .trigger(availableNow=True).start())
-    query.awaitTermination()
-    print(query._jsq.explainInternal(False))
-    state = [sum(e["numRowsTotal"] for e in p["stateOperators"]) for p in query.recentProgress]
-
-    tables = [spark.read.schema(schema).json(str(args.work / "input" / name))
-              for name, schema in SCHEMAS.items()]
-    # The far-future order is still waiting for its payment: leave it out of the batch answer.
-    expected = order_tracking(*tables).where("order_id >= 0")
-    output = spark.read.parquet(str(args.work / "output"))
-    same = output.exceptAll(expected).isEmpty() and expected.exceptAll(output).isEmpty()
-    print(f"output rows: {output.count()}, batch answer: {expected.count()}, same rows: {same}")
-    print(f"rows without a payment: {output.where('pay_order IS NULL').count()}, "
-          f"without a shipment: {output.where('ship_order IS NULL').count()}, "
-          f"without a scan: {output.where('scan_order IS NULL').count()}")
-    print(f"state rows after each batch: {state}")
+    report = run_example(spark, args.work)
+    print(report.plan)
+    print("\n".join(report.lines))
     spark.stop()
-    if not same:
+    if not report.same:
         raise SystemExit("the streaming answer differs from the batch answer")
 
 

@@ -17,8 +17,9 @@ both too, what storing them in Spark's own stateful operator costs (medians of t
 
 It writes `results.json`, `results.md` (the README's table) and `state_and_batch_duration.png`
 (state rows and batch duration per batch, both modes) to --out. `--tiny` divides the data by
-50 (and time_bounded's batches from 20 to 4), uses 2 shuffle partitions instead of 4, skips
-the warm-up and times everything once, for a smoke run.
+50 (and the batches from 4 to 2, time_bounded's from 20 to 4), uses 2 shuffle partitions
+instead of 4, skips the warm-up and times everything once, for a smoke run (the test suite
+runs it in its own session through `run_benchmark`).
 """
 
 from __future__ import annotations
@@ -106,13 +107,14 @@ def time_bounded(keys: int, n_batches: int) -> Workload:
 
 def workloads(names: list[str], shrink: int) -> list[Workload]:
     chosen = []
+    files = 4 if shrink == 1 else 2
     for name in names:
         if name == "fanout":
             chosen.append(keyed("fanout", f"5 inputs, 1,10,10,10,2 rows per key, {500 // shrink} "
-                                "keys", [1, 10, 10, 10, 2], 500 // shrink))
+                                "keys", [1, 10, 10, 10, 2], 500 // shrink, files))
         elif name == "primary_key":
             chosen.append(keyed("primary_key", f"5 inputs, one row per key, {20000 // shrink} keys",
-                                [1, 1, 1, 1, 1], 20000 // shrink))
+                                [1, 1, 1, 1, 1], 20000 // shrink, files))
         elif name == "time_bounded":
             chosen.append(time_bounded(keys=max(1, 300 // shrink),
                                        n_batches=20 if shrink == 1 else 4))
@@ -120,7 +122,7 @@ def workloads(names: list[str], shrink: int) -> list[Workload]:
             for factor in (1, 4, 16):
                 keys = max(1, 125 * factor // shrink)
                 chosen.append(keyed(f"scale_x{factor}", f"fan-out 1,10,10,10,2 over {keys} keys",
-                                    [1, 10, 10, 10, 2], keys))
+                                    [1, 10, 10, 10, 2], keys, files))
         else:
             raise SystemExit(f"unknown workload {name!r}")
     return chosen
@@ -308,25 +310,31 @@ def main() -> None:
     args = parser.parse_args()
 
     chosen = workloads(args.workloads.split(","), shrink=50 if args.tiny else 1)
-    shutil.rmtree(args.work, ignore_errors=True)
-    args.out.mkdir(parents=True, exist_ok=True)
     spark = configure_spark_with_multijoin(
         SparkSession.builder.master("local[2]").appName("multijoin-benchmark")
         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2" if args.tiny else "4")
         .config("spark.driver.memory", "6g")).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    run_benchmark(spark, chosen, args.out, args.work, tiny=args.tiny)
+    spark.stop()
 
+
+def run_benchmark(spark: SparkSession, chosen: list[Workload], out: Path, work: Path,
+                  tiny: bool = False) -> None:
+    """Runs `chosen` in both modes with their floors, and writes the results to `out`."""
+    shutil.rmtree(work, ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
     # Both modes once on tiny data first, so that neither pays for warming up the JVM (a smoke
     # run measures nothing).
     warm_up = workloads(["fanout"], shrink=50)[0]
-    inputs(warm_up, args.work / "warm_up").write()
-    for enabled in () if args.tiny else (False, True):
-        run_mode(spark, warm_up, args.work / "warm_up", enabled)
+    inputs(warm_up, work / "warm_up").write()
+    for enabled in () if tiny else (False, True):
+        run_mode(spark, warm_up, work / "warm_up", enabled)
 
     results = []
     for index, workload in enumerate(chosen, start=1):
-        folder = args.work / workload.name
+        folder = work / workload.name
         inputs(workload, folder).write()
         print(f"[{index}/{len(chosen)}] {workload.name}: {workload.description}, "
               f"{workload.input_rows} input rows", flush=True)
@@ -340,8 +348,8 @@ def main() -> None:
                   f"{result[mode]['state_rows_peak']} peak state rows", flush=True)
         (result["batch_query_seconds"],
          result["multi_join_one_trigger_seconds"]) = batch_query_and_one_trigger(
-            spark, workload, folder, times=1 if args.tiny else 5)
-        files, times = len(workload.batches[0]), 1 if args.tiny else 3
+            spark, workload, folder, times=1 if tiny else 5)
+        files, times = len(workload.batches[0]), 1 if tiny else 3
         result["streaming_floor_seconds"] = streaming_floor(spark, workload, folder, times=times)
         result["streaming_floor_one_trigger_seconds"] = streaming_floor(
             spark, workload, folder, files_per_trigger=files, times=times)
@@ -383,14 +391,13 @@ def main() -> None:
         print(f"    ratios chain/multi: {result['ratios']}", flush=True)
         results.append(result)
 
-    spark.stop()
     machine = {"cpus": os.cpu_count(), "platform": platform.platform(),
                "python": sys.version.split()[0]}
-    (args.out / "results.json").write_text(json.dumps(
+    (out / "results.json").write_text(json.dumps(
         {"machine": machine, "results": results}, indent=2))
-    (args.out / "results.md").write_text(markdown(results))
-    chart(results, args.out / "state_and_batch_duration.png")
-    print(f"wrote results.json, results.md and state_and_batch_duration.png to {args.out}")
+    (out / "results.md").write_text(markdown(results))
+    chart(results, out / "state_and_batch_duration.png")
+    print(f"wrote results.json, results.md and state_and_batch_duration.png to {out}")
 
 
 if __name__ == "__main__":

@@ -1,24 +1,26 @@
-"""A smoke run of the benchmark command on tiny data (its numbers are not checked here)."""
+"""A smoke run of the benchmark on tiny data, in the tests' session (its numbers are not
+checked here; `main()` only builds a session around `run_benchmark`)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from spark_multijoin._config import ENABLED_KEY
+from support.modules import load_module
+from support.runs import session_conf
 
 BENCHMARK = Path(__file__).resolve().parent.parent / "scripts" / "benchmark.py"
 
 
 @pytest.mark.slow
-def test_benchmark_runs_both_modes_and_writes_its_results(tmp_path):
-    run = subprocess.run(
-        [sys.executable, str(BENCHMARK), "--tiny", "--workloads", "fanout,time_bounded",
-         "--out", str(tmp_path / "out"), "--work", str(tmp_path / "work")],
-        capture_output=True, text=True, timeout=900)
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+def test_benchmark_runs_both_modes_and_writes_its_results(spark, tmp_path):
+    benchmark = load_module(BENCHMARK)
+    with session_conf(spark, {ENABLED_KEY: None}):
+        benchmark.run_benchmark(spark, benchmark.workloads(["fanout", "time_bounded"], shrink=50),
+                                tmp_path / "out", tmp_path / "work", tiny=True)
     results = json.loads((tmp_path / "out" / "results.json").read_text())["results"]
     assert [r["workload"] for r in results] == ["fanout", "time_bounded"]
     for result in results:
