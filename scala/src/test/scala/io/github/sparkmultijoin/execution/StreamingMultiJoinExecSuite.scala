@@ -155,6 +155,45 @@ class StreamingMultiJoinExecSuite extends MultiJoinSuiteBase {
     }
   }
 
+  test("a FULL OUTER input's row nothing matches comes out once it is final, padded before it") {
+    // (a JOIN b, b within 10 s of a) FULL OUTER c (on b's key, within 10 s of b), 5 s delay. By
+    // hand, a row of a or c is final 20 s below the watermark (c is within 20 s of a through b).
+    // Step 1 (t = 100 s, watermark 95 s): key 1 has all three and comes out; key 3's a and b
+    // have no c yet and key 2's c no a or b, but rows can still come. Step 2: rows at 200 s move
+    // the watermark to 195 s: (a3, b3, null) and (null, null, c2) come out, each once.
+    val inputs = timedInputs()
+    def build(frames: Seq[DataFrame]) = {
+      val Seq(a, b, c) = withWatermarks(frames)
+      a.join(b,
+        expr("k0 = k1 AND t1 BETWEEN t0 - INTERVAL 10 SECONDS AND t0 + INTERVAL 10 SECONDS"))
+        .join(c,
+          expr("k2 = k1 AND t2 BETWEEN t1 - INTERVAL 10 SECONDS AND t1 + INTERVAL 10 SECONDS"),
+          "full_outer")
+    }
+    def keys(rows: Seq[Row]) = rows.map { row =>
+      Seq("k0", "k1", "k2").map(name => Option(row.getAs[Integer](name)).map(_.toInt))
+    }.sortBy(_.toString)
+    withTempDir { dir =>
+      withSteps(build(inputs.streaming), dir, enabled = true) { run =>
+        Seq(1, 3).foreach { key =>
+          inputs.add(0, (Some(key), 0, at(100)))
+          inputs.add(1, (Some(key), 0, at(100)))
+        }
+        inputs.add(2, (Some(1), 0, at(103)), (Some(2), 0, at(100)))
+        assert(keys(run.process()) == Seq(Seq(Some(1), Some(1), Some(1))))
+
+        (0 until 3).foreach(input => inputs.add(input, (Some(9), 0, at(200))))
+        assert(keys(run.process()) == Seq(Seq(None, None, Some(2)),
+          Seq(Some(3), Some(3), None), Seq(Some(9), Some(9), Some(9))))
+        assert(run.stateRows("multiJoin") == Seq(3L), "only the rows at 200 s are left")
+        assert(run.process().isEmpty, "nothing comes out twice")
+      }
+      assert(keys(build(inputs.tables).collect().toSeq) == Seq(Seq(None, None, Some(2)),
+        Seq(Some(1), Some(1), Some(1)), Seq(Some(3), Some(3), None),
+        Seq(Some(9), Some(9), Some(9))))
+    }
+  }
+
   test("a UTF8_LCASE key joins rows whose keys differ in case only, as the batch query does") {
     // Spark's own chain is wrong on this shape, so the batch query is the reference.
     val random = new Random(3)
