@@ -90,13 +90,14 @@ def test_late_rows_of_every_input_are_dropped_by_the_watermark(spark, tmp_path):
 
 
 def test_state_stays_flat_on_a_long_stream(spark, tmp_path):
-    n_batches = 16
+    n_batches = 10
     inputs = timed_inputs(tmp_path / "inputs", random.Random(3), 3, n_batches=n_batches)
     build = bounded_chain(parents=[0, 0, 1], bounds=[(0, 0), (10, 30), (10, 30)])
     multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
     state = [entry["numRowsTotal"] for p in multi.progress for entry in p["stateOperators"]]
     assert len(state) >= n_batches
-    # Each batch adds 24 rows; with a 70 s watermark delay a few batches' rows are live at once.
+    # Each batch adds 24 rows (240 in all); with a 70 s watermark delay a few batches' rows are
+    # live at once.
     assert max(state[: n_batches]) <= 24 * 5, state
     assert multi.rows == batch_rows(spark, inputs, build)
 

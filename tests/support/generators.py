@@ -62,7 +62,7 @@ def random_shape(rng: random.Random, n_inputs: int) -> ChainShape:
         computed_after=computed_after,
         final_filter=rng.random() < 0.3,
         bushy_split=bushy_split,
-        shuffle_partitions=rng.choice([1, 2, 5]),
+        shuffle_partitions=rng.choice([1, 2, 3]),
     )
 
 
