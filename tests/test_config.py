@@ -11,11 +11,11 @@ from support.generators import join_on_k, keyed_inputs
 from support.runs import explain, session_conf
 
 BAD_VALUES = [
-    (MAX_TABLES_KEY, "1", "at least 2"),
-    (MAX_TABLES_KEY, "0", "at least 2"),
+    (MAX_TABLES_KEY, "2", "at least 3"),
+    (MAX_TABLES_KEY, "0", "at least 3"),
     (MAX_TABLES_KEY, "many", "int"),
     (ENABLED_KEY, "maybe", "boolean"),
-    (f"spark.{MAX_TABLES_KEY}", "1", "at least 2"),
+    (f"spark.{MAX_TABLES_KEY}", "2", "at least 3"),
     (f"spark.{ENABLED_KEY}", "yes please", "boolean"),
 ]
 
@@ -58,8 +58,8 @@ def test_config_view_reads_and_sets(spark):
             config.enabled = "yes"
         with pytest.raises(TypeError, match=MAX_TABLES_KEY):
             config.max_tables = 2.5
-        with pytest.raises((IllegalArgumentException, SparkRuntimeException), match="at least 2"):
-            config.max_tables = 1
+        with pytest.raises((IllegalArgumentException, SparkRuntimeException), match="at least 3"):
+            config.max_tables = 2
 
 
 def test_spark_prefixed_alias_enables_the_rewrite(spark, tmp_path):

@@ -41,7 +41,7 @@ class MultiJoinConfig:
             self._spark.conf.unset(MAX_TABLES_KEY)
         elif isinstance(value, bool) or not isinstance(value, int):
             raise TypeError(
-                f"{MAX_TABLES_KEY} takes an integer of at least 2 or None, not {value!r}")
+                f"{MAX_TABLES_KEY} takes an integer of at least 3 or None, not {value!r}")
         else:
             self._spark.conf.set(MAX_TABLES_KEY, value)
 

@@ -13,13 +13,14 @@ from support.generators import join_on_k, keyed_inputs
 from support.runs import batch_rows, explain, run_stream, session_conf
 
 
-@pytest.mark.parametrize("max_tables, multi_joins", [(2, 4), (3, 2)])
+@pytest.mark.parametrize("max_tables, multi_joins, binary_joins", [(3, 2, 0), (4, 1, 1)])
 def test_a_chain_split_by_max_tables_gives_the_batch_answer(spark, tmp_path, max_tables,
-                                                           multi_joins):
+                                                           multi_joins, binary_joins):
     inputs = keyed_inputs(tmp_path / "inputs", 5)
     multi = run_stream(spark, inputs, join_on_k, enabled=True, checkpoint=tmp_path / "on",
                        max_tables=max_tables)
     assert multi.multi_join_count == multi_joins, multi.plan
+    assert multi.symmetric_join_count == binary_joins, multi.plan
     assert multi.rows == batch_rows(spark, inputs, join_on_k)
 
 

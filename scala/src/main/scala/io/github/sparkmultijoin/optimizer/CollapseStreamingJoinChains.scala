@@ -10,7 +10,7 @@ import io.github.sparkmultijoin.logical.MultiJoin
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeSet, EqualTo, ExprId, Expression, Literal, NamedExpression}
 import org.apache.spark.sql.catalyst.plans.{FullOuter, Inner, LeftOuter, RightOuter}
-import org.apache.spark.sql.catalyst.plans.logical.{Filter, Join, LogicalPlan, Project}
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, Join, JoinHint, LogicalPlan, Project}
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.util.UnsafeRowUtils
 import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
@@ -249,9 +249,11 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
     }
     val firstGroup = multiJoin(inputs.take(groupSize), conjuncts, keyClasses, tree, nextOperatorId)
     val (collapsed, leftOver) = inputs.drop(groupSize).grouped(groupSize - 1)
-      .foldLeft(firstGroup) { case ((below, pending), group) =>
-        multiJoin(below +: group, pending, keyClasses, JoinTree.inner(group.length + 1),
-          nextOperatorId)
+      .foldLeft[(LogicalPlan, Seq[Conjunct])](firstGroup) {
+        case ((below, pending), Seq(last)) => binaryJoin(below, last, pending)
+        case ((below, pending), group) =>
+          multiJoin(below +: group, pending, keyClasses, JoinTree.inner(group.length + 1),
+            nextOperatorId)
       }
     assert(leftOver.isEmpty, s"conditions not placed in any multi-join: $leftOver")
     notes ++= unboundedInputWarnings(collapsed)
@@ -290,6 +292,20 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
     }
     val normalizedKeys = keys.map(_.map(SparkInternals.normalizeFloatingNumbers))
     (MultiJoin(inputs, normalizedKeys, core, tree, onClauses, nextOperatorId.next()), rest)
+  }
+
+  /**
+   * Spark's join of `below` and the one input left over when max-tables splits a chain, with the
+   * conjuncts of `pending` they reference (its key equalities among them): a multi-join of two
+   * inputs would keep the same rows as Spark's.
+   */
+  private def binaryJoin(
+      below: LogicalPlan,
+      last: LogicalPlan,
+      pending: Seq[Conjunct]): (LogicalPlan, Seq[Conjunct]) = {
+    val output = below.outputSet ++ last.outputSet
+    val (placed, rest) = pending.partition(_.expression.references.subsetOf(output))
+    (Join(below, last, Inner, placed.map(_.expression).reduceOption(And), JoinHint.NONE), rest)
   }
 
   /**
@@ -433,6 +449,12 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
    * Where some inputs have event times, the state is meant to be bounded: say which inputs no
    * interval condition bounds, as their rows then stay in state for good.
    */
+  private def unboundedInputWarnings(collapsed: LogicalPlan): Seq[Note] = collapsed match {
+    case multiJoin: MultiJoin => unboundedInputWarnings(multiJoin)
+    case Join(below, _, _, _, _) => unboundedInputWarnings(below) // a left-over input's join
+    case _ => Nil
+  }
+
   private def unboundedInputWarnings(multiJoin: MultiJoin): Seq[Note] = {
     val outputs = multiJoin.children.map(_.output)
     val times = EventTimeBounds.eventTimeColumns(outputs)
@@ -451,10 +473,8 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
     } else {
       Nil
     }
-    own ++ multiJoin.children.flatMap {
-      case below: MultiJoin => unboundedInputWarnings(below)
-      case _ => Nil
-    }
+    own ++ multiJoin.children.collect { case below: MultiJoin => unboundedInputWarnings(below) }
+      .flatten
   }
 
   private def describe(input: LogicalPlan): String =

@@ -6,7 +6,7 @@ import io.github.sparkmultijoin.MultiJoinSuiteBase
 import io.github.sparkmultijoin.logical.MultiJoin
 
 import org.apache.spark.sql.{DataFrame, Encoder}
-import org.apache.spark.sql.catalyst.plans.LeftOuter
+import org.apache.spark.sql.catalyst.plans.{Inner, LeftOuter}
 import org.apache.spark.sql.catalyst.plans.logical.{Join, LogicalPlan}
 import org.apache.spark.sql.execution.streaming.runtime.MemoryStream
 import org.apache.spark.sql.functions.{col, expr}
@@ -103,13 +103,20 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
       described(optimized(frame, enabled = false)))
   }
 
-  test("max-tables splits a chain into multi-joins of at most that many inputs") {
+  test("max-tables splits a chain into multi-joins of three to that many inputs") {
     val frame = chain(keyed(5))
-    for ((maxTables, sizes) <- Seq(2 -> Seq(2, 2, 2, 2), 3 -> Seq(3, 3), 5 -> Seq(5))) {
+    // With 4, the input left over is joined by Spark's join, not by a multi-join of two.
+    for ((maxTables, sizes, joins) <- Seq((3, Seq(3, 3), 0), (4, Seq(4), 1), (5, Seq(5), 0))) {
       withConf(MultiJoinConf.MAX_TABLES.key -> maxTables.toString) {
-        assert(multiJoins(frame).map(_.children.length).sorted == sizes, s"max $maxTables")
+        val plan = optimized(frame, enabled = true)
+        assert(plan.collect { case multiJoin: MultiJoin => multiJoin.children.length } == sizes,
+          s"max $maxTables")
+        assert(plan.collect { case join: Join => join.joinType } == Seq.fill(joins)(Inner))
       }
     }
+    assert(intercept[IllegalArgumentException] {
+      withConf(MultiJoinConf.MAX_TABLES.key -> "2")(())
+    }.getMessage.contains("at least 3"))
   }
 
   test("LEFT and RIGHT OUTER joins bounded in event time collapse, outer inputs marked") {

@@ -22,9 +22,9 @@ object MultiJoinConf {
   private val Since = "0.1.0"
 
   val ENABLED: ConfigEntry[Boolean] = withAlias("multi-join.enabled",
-    "When true, chains of three or more streaming joins (inner, and left or right outer with " +
-      "event-time bounds) on one shared key run as one StreamingMultiJoin operator that keeps " +
-      "only the input rows in state. Read when a streaming query starts; a query keeps the " +
+    "When true, chains of three or more streaming joins (inner, and left, right or full outer " +
+      "with event-time bounds) on one shared key run as one StreamingMultiJoin operator that " +
+      "keeps only the input rows in state. Read when a streaming query starts; a query keeps the " +
       "value it started with.") {
     _.booleanConf.createWithDefault(false)
   }
@@ -32,11 +32,12 @@ object MultiJoinConf {
   val MAX_TABLES: ConfigEntry[Option[Int]] = withAlias("multi-join.max-tables",
     "The most inputs one StreamingMultiJoin takes. A longer chain is split, left to right, into " +
       "several multi-joins of at most this many inputs each; the later ones then store the " +
-      "output of the earlier ones as Spark's chain does. Unset means no limit.") {
+      "output of the earlier ones as Spark's chain does, and a last input left over is joined " +
+      "by Spark's own join. Unset means no limit.") {
     _.intConf
-      .checkValue(_ >= 2,
-        "must be an integer of at least 2 (a multi-join needs two inputs); " +
-          "unset it for no limit.")
+      .checkValue(_ >= 3,
+        "must be an integer of at least 3 (a multi-join of two inputs would save nothing over " +
+          "Spark's join of two); unset it for no limit.")
       .createOptional
   }
 
