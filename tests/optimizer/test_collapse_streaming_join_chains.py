@@ -6,11 +6,13 @@ job, on plans alone; here the answers of the split and surrounded ones are check
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from spark_multijoin._config import ENABLED_KEY
-from support.generators import join_on_k, keyed_inputs
-from support.runs import batch_rows, explain, run_stream, session_conf
+from support.generators import join_on_k, keyed_inputs, mixed_key_chain
+from support.runs import batch_rows, explain, run_chain_and_multi, run_stream, session_conf
 
 
 @pytest.mark.parametrize("max_tables, multi_joins, binary_joins", [(3, 2, 0), (4, 1, 1)])
@@ -22,6 +24,21 @@ def test_a_chain_split_by_max_tables_gives_the_batch_answer(spark, tmp_path, max
     assert multi.multi_join_count == multi_joins, multi.plan
     assert multi.symmetric_join_count == binary_joins, multi.plan
     assert multi.rows == batch_rows(spark, inputs, join_on_k)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_inputs_on_another_key_and_static_ones_anywhere_join_above_the_fused_ones(
+        spark, tmp_path, seed):
+    """Inner joins in a random order of three streaming inputs on k, a static input on k and a
+    streaming input on j: the three fuse wherever the others are, and the answer is Spark's
+    chain's and the batch query's."""
+    inputs, order, build = mixed_key_chain(random.Random(40 + seed), tmp_path / "inputs")
+    chain, multi = run_chain_and_multi(spark, inputs, build, tmp_path, chain_in_one_trigger=True)
+    expected = batch_rows(spark, inputs, build)
+    assert expected, f"the data should join (order {order})"
+    assert multi.rows == chain.rows == expected, f"order {order}"
+    assert multi.multi_join_count == 1 and multi.symmetric_join_count == 1, multi.plan
+    assert chain.symmetric_join_count == 3, chain.plan
 
 
 def test_a_static_input_joined_after_the_chain_gives_the_batch_answer(spark, tmp_path):

@@ -8,6 +8,8 @@
 - Time-bounded chains (`timed_inputs`, `bounded_chain`): inputs k<i>, v<i>, t<i> with event
   times growing batch by batch, each input bounded in time by a parent.
 - Plain chains on one column `k` (`keyed_inputs`, `join_on_k`).
+- Inner chains in a random order of streaming inputs on two keys and a static input
+  (`mixed_key_chain`).
 """
 
 from __future__ import annotations
@@ -268,3 +270,39 @@ def random_outer_tree(rng: random.Random, n_inputs: int, n_full_outer: int = 0) 
     extra_bounds = {j: rng.randrange(j) for j in range(2, n_inputs) if rng.random() < 0.3}
     return OuterTree(kinds, parents, random_bounds(rng, n_inputs, [0, 15, 40], [10, 30, 60]),
                      key_partners, extra_bounds)
+
+
+def mixed_key_chain(rng: random.Random, root: Path, n_on_key: int = 3):
+    """Inputs k<i>, j<i>, v<i>, written: `n_on_key` streaming inputs and one static input joined
+    on k, one streaming input joined on j, inner-joined in a random order, each on an earlier
+    input of its key (the first on k, when only the j input is earlier, on j). Returns the
+    inputs, the static input's index and a builder that reads it as a table."""
+    n_inputs = n_on_key + 2
+    static, other_key = n_on_key, n_on_key + 1
+    inputs = Inputs(root, [f"k{i} int, j{i} int, v{i} int" for i in range(n_inputs)])
+    for i in range(n_inputs):
+        inputs.batches.append([[{f"k{i}": rng.randrange(4), f"j{i}": rng.randrange(4),
+                                 f"v{i}": rng.randrange(10)} for _ in range(5)]
+                               for _ in range(3)])
+    inputs.write()
+    order = rng.sample(range(n_inputs), n_inputs)
+    conditions = {}
+    for place, i in enumerate(order[1:], start=1):
+        on_key = [p for p in order[:place] if p != other_key]
+        if i != other_key and on_key:
+            p = rng.choice(on_key)
+            conditions[i] = F.col(f"k{p}") == F.col(f"k{i}")
+        else:
+            p = rng.choice(order[:place])
+            conditions[i] = F.col(f"j{p}") == F.col(f"j{i}")
+
+    def build(frames: list[DataFrame]) -> DataFrame:
+        spark = frames[0].sparkSession
+        frames = list(frames)
+        frames[static] = inputs.tables(spark)[static]
+        joined = frames[order[0]]
+        for i in order[1:]:
+            joined = joined.join(frames[i], conditions[i])
+        return joined
+
+    return inputs, order, build

@@ -23,10 +23,14 @@ import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
  * with the product of the inputs. One operator over all inputs needs only the input rows.
  *
  * What qualifies: a maximal tree of INNER, LEFT, RIGHT and FULL OUTER joins whose two sides
- * are both streaming, seen through the deterministic Projects and Filters that Spark's optimizer
- * leaves between joins, with at least three inputs, whose equi-join conditions put every input
- * on one key: a class of expressions made equal, directly or transitively, with a member over
- * each input (several such classes make a composite key). Inner conjuncts not implied by that
+ * are both streaming (and inner joins of a streaming side with a static one), seen through the
+ * deterministic Projects and Filters that Spark's optimizer leaves between joins, whose
+ * equi-join conditions put three or more streaming inputs on one key: a class of expressions
+ * made equal, directly or transitively, with a member over each (several such classes make a
+ * composite key). With outer joins, every input must be streaming and on the key. With inner
+ * joins only, which commute and associate, the streaming inputs of the class that has members
+ * over the most of them fuse, and the other inputs (static ones first, then those on other
+ * keys) are joined above the multi-join by Spark's own joins. Inner conjuncts not implied by that
  * key stay with the multi-join as its condition; each outer input keeps its whole ON clause.
  * With outer joins, the inputs form a [[JoinTree]] ([[outerJoinTree]] says when one can run
  * them). Projects between the joins are folded in (their aliases are substituted into the
@@ -169,12 +173,17 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
     }
   }
 
-  /** Whether `plan`, seen through Projects and Filters, is a join the chain can go into. */
+  /**
+   * Whether `plan`, seen through Projects and Filters, is a join the chain can go into: a join of
+   * two streaming sides, or an inner join of a streaming side and a static one (which the chain
+   * joins by Spark's own stateless join, and around which it fuses the streaming inputs).
+   */
   private def continuesChain(plan: LogicalPlan): Boolean = plan match {
     case Project(projectList, child) => projectList.forall(_.deterministic) && continuesChain(child)
     case Filter(condition, child) => condition.deterministic && continuesChain(child)
-    case join @ Join(_, _, _, condition, _) =>
-      isStreamingChainJoin(join) && condition.forall(_.deterministic)
+    case join @ Join(left, right, joinType, condition, _) =>
+      val streamStatic = joinType == Inner && left.isStreaming != right.isStreaming
+      (isStreamingChainJoin(join) || streamStatic) && condition.forall(_.deterministic)
     case _ => false
   }
 
@@ -218,48 +227,118 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
     }
     val chain = new Chain
     flatten(join, chain)
-    val inputs = chain.inputs.toSeq
     val conjuncts = chain.conjuncts.map(c => c.copy(expression = chain.inline(c.expression))).toSeq
+    val groupSize = MultiJoinConf.maxTables(conf).getOrElse(chain.inputs.length)
+    for {
+      groupAndKey <- fusedGroup(chain, conjuncts)
+      (group, keyClasses) = groupAndKey
+      tree <- joinTree(chain, group, conjuncts, keyClasses, groupSize)
+    } yield {
+      val inputs = chain.inputs.toSeq
+      val collapsed =
+        fused(group.map(inputs), conjuncts, keyClasses, tree, groupSize, nextOperatorId)
+      // The other inputs join above it by Spark's joins: the static ones first, as they keep
+      // no state and may drop rows before a stateful join stores them.
+      val others = inputs.indices.filterNot(group.contains).sortBy(inputs(_).isStreaming)
+      val (joined, leftOver) = others.map(inputs).foldLeft(collapsed) {
+        case ((below, pending), input) => binaryJoin(below, input, pending)
+      }
+      assert(leftOver.isEmpty, s"conditions not placed in any join: $leftOver")
+      notes ++= unboundedInputWarnings(joined)
+      notes += Note(s"Collapsed a chain of ${inputs.length} joins into one multi-join of " +
+        s"${group.length} streaming inputs on ${keyClasses.length} key column(s): " +
+        s"${group.map(i => describe(inputs(i))).mkString(", ")}" + othersNote(inputs, others))
+      withOutputOf(join, joined, chain)
+    }
+  }
+
+  private def othersNote(inputs: Seq[LogicalPlan], others: Seq[Int]): String =
+    if (others.isEmpty) ""
+    else {
+      val why = others.map { input =>
+        val reason = if (inputs(input).isStreaming) "does not share the key" else "is static"
+        s"${describe(inputs(input))} $reason"
+      }
+      s". Joined to it by Spark's joins: ${why.mkString(", ")}."
+    }
+
+  /**
+   * The streaming inputs one multi-join takes, with the classes of its key, or why none. With
+   * outer joins, every input (all streaming) and a key spanning them all. With inner joins only,
+   * which commute and associate, the streaming inputs sharing the key class that has members
+   * over the most of them, at least three; the others join above it.
+   */
+  private def fusedGroup(
+      chain: Chain,
+      conjuncts: Seq[Conjunct]): Either[String, (Seq[Int], Seq[EquivalentKeys.KeyClass])] = {
+    val inputs = chain.inputs.toSeq
     lazy val names = inputs.map(describe).mkString(", ")
-    if (inputs.length < 3) {
+    val streaming = inputs.indices.filter(inputs(_).isStreaming)
+    if (streaming.length < 3) {
       return Left(s"A streaming join of two inputs stays as Spark planned it: Spark's join of " +
         s"two inputs already keeps only input rows ($names).")
     }
-    val keyClasses = EquivalentKeys.spanning(inputs, conjuncts.map(_.expression))
-    if (keyClasses.isEmpty) {
+    if (chain.outerOrder.nonEmpty && streaming.length < inputs.length) {
+      return Left(s"A chain of streaming joins with outer joins and a static input stays as " +
+        s"Spark planned it ($names).")
+    }
+    val classes = EquivalentKeys.all(inputs, conjuncts.map(_.expression))
+    def members(keyClass: EquivalentKeys.KeyClass) = keyClass.map(_._1).toSet.intersect(
+      if (chain.outerOrder.isEmpty) streaming.toSet else inputs.indices.toSet)
+    val group = classes.map(members).maxByOption(_.size).getOrElse(Set.empty[Int])
+    if (group.size < 3 || (chain.outerOrder.nonEmpty && group.size < inputs.length)) {
       return Left(s"A chain of ${inputs.length} streaming joins stays as Spark planned it: no " +
-        s"common key, the equi-join conditions do not make one key equal across all inputs " +
-        s"($names). Conditions: ${conjuncts.map(_.expression.sql).mkString(" AND ")}")
+        s"common key, the equi-join conditions do not make one key equal across three or more " +
+        s"streaming inputs ($names). Conditions: " +
+        conjuncts.map(_.expression.sql).mkString(" AND "))
     }
-    val keyTypes = keyClasses.map(_.head._2.dataType)
-    keyTypes.find(dataType => !UnsafeRowUtils.isBinaryStable(dataType)).foreach { dataType =>
-      return Left(s"A chain of ${inputs.length} streaming joins stays as Spark planned it: its " +
-        s"key type ${dataType.sql} cannot be compared by its bytes ($names).")
+    val keyClasses = classes.filter(keyClass => group.subsetOf(keyClass.map(_._1).toSet))
+      .map(_.filter { case (input, _) => group(input) })
+    keyClasses.map(_.head._2.dataType).find(!UnsafeRowUtils.isBinaryStable(_)).foreach {
+      dataType =>
+        return Left(s"A chain of ${inputs.length} streaming joins stays as Spark planned it: " +
+          s"its key type ${dataType.sql} cannot be compared by its bytes ($names).")
     }
+    Right((group.toSeq.sorted, keyClasses))
+  }
 
-    val groupSize = MultiJoinConf.maxTables(conf).getOrElse(inputs.length)
-    val tree = if (chain.outerOrder.isEmpty) JoinTree.inner(groupSize min inputs.length)
-    else {
-      outerJoinTree(inputs, chain, conjuncts, keyClasses, groupSize) match {
-        case Left(problem) =>
-          return Left(s"A chain of ${inputs.length} streaming joins with outer joins stays as " +
-            s"Spark planned it: $problem ($names).")
-        case Right(tree) => tree
+  /** How the group's inputs are joined, or why one multi-join cannot run them. */
+  private def joinTree(
+      chain: Chain,
+      group: Seq[Int],
+      conjuncts: Seq[Conjunct],
+      keyClasses: Seq[EquivalentKeys.KeyClass],
+      groupSize: Int): Either[String, JoinTree] =
+    if (chain.outerOrder.isEmpty) {
+      Right(JoinTree.inner(groupSize min group.length))
+    } else {
+      val inputs = chain.inputs.toSeq
+      outerJoinTree(inputs, chain, conjuncts, keyClasses, groupSize).left.map { problem =>
+        s"A chain of ${inputs.length} streaming joins with outer joins stays as Spark planned " +
+          s"it: $problem (${inputs.map(describe).mkString(", ")})."
       }
     }
+
+  /**
+   * The multi-joins of `inputs`: one, or with max-tables below their number, one of the first
+   * `groupSize` inputs with the next ones joined above it `groupSize - 1` at a time (a last one
+   * left over by Spark's join); with the conjuncts left for the joins above.
+   */
+  private def fused(
+      inputs: Seq[LogicalPlan],
+      conjuncts: Seq[Conjunct],
+      keyClasses: Seq[EquivalentKeys.KeyClass],
+      tree: JoinTree,
+      groupSize: Int,
+      nextOperatorId: Iterator[Long]): (LogicalPlan, Seq[Conjunct]) = {
     val firstGroup = multiJoin(inputs.take(groupSize), conjuncts, keyClasses, tree, nextOperatorId)
-    val (collapsed, leftOver) = inputs.drop(groupSize).grouped(groupSize - 1)
+    inputs.drop(groupSize).grouped(groupSize - 1)
       .foldLeft[(LogicalPlan, Seq[Conjunct])](firstGroup) {
         case ((below, pending), Seq(last)) => binaryJoin(below, last, pending)
         case ((below, pending), group) =>
           multiJoin(below +: group, pending, keyClasses, JoinTree.inner(group.length + 1),
             nextOperatorId)
       }
-    assert(leftOver.isEmpty, s"conditions not placed in any multi-join: $leftOver")
-    notes ++= unboundedInputWarnings(collapsed)
-    notes += Note(s"Collapsed a chain of ${inputs.length} streaming joins into one multi-join " +
-      s"on ${keyClasses.length} key column(s): $names")
-    Right(withOutputOf(join, collapsed, chain))
   }
 
   /**
@@ -269,7 +348,7 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
   private def multiJoin(
       inputs: Seq[LogicalPlan],
       pending: Seq[Conjunct],
-      keyClasses: Seq[Seq[(Int, Expression)]],
+      keyClasses: Seq[EquivalentKeys.KeyClass],
       tree: JoinTree,
       nextOperatorId: Iterator[Long]): (MultiJoin, Seq[Conjunct]) = {
     val output = AttributeSet(inputs.flatMap(_.output))
@@ -322,7 +401,7 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
       inputs: Seq[LogicalPlan],
       chain: Chain,
       conjuncts: Seq[Conjunct],
-      keyClasses: Seq[Seq[(Int, Expression)]],
+      keyClasses: Seq[EquivalentKeys.KeyClass],
       groupSize: Int): Either[String, JoinTree] = {
     if (groupSize < inputs.length) {
       return Left(s"${MultiJoinConf.MAX_TABLES.key} = $groupSize would split it")

@@ -22,7 +22,11 @@ private[optimizer] object EquivalentKeys {
    * from the chain's `conjuncts` and the equalities each input guarantees itself (Spark pushes
    * `b.x = b.y` from a join condition down into input b, where it can still link two classes).
    */
-  def spanning(inputs: Seq[LogicalPlan], conjuncts: Seq[Expression]): Seq[KeyClass] = {
+  def spanning(inputs: Seq[LogicalPlan], conjuncts: Seq[Expression]): Seq[KeyClass] =
+    all(inputs, conjuncts).filter(keyClass => keyClass.map(_._1).distinct.length == inputs.length)
+
+  /** Every class, as [[spanning]] finds them, whichever inputs it has members over. */
+  def all(inputs: Seq[LogicalPlan], conjuncts: Seq[Expression]): Seq[KeyClass] = {
     val guaranteed = inputs.flatMap(_.constraints.toSeq.collect { case e: EqualTo => e })
     def inputOf(expression: Expression): Option[Int] =
       if (expression.references.isEmpty || !expression.deterministic) None
@@ -57,9 +61,8 @@ private[optimizer] object EquivalentKeys {
       case _ =>
     }
 
-    val classes = members.keys.toSeq.groupBy(root).values.toSeq
+    members.keys.toSeq.groupBy(root).values.toSeq
       .map(_.map(members))
       .sortBy(keyClass => members.values.toSeq.indexOf(keyClass.head))
-    classes.filter(keyClass => keyClass.map(_._1).distinct.length == inputs.length)
   }
 }

@@ -141,15 +141,35 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
     assert(said.exists(_.contains(s"${MultiJoinConf.ENABLED.key} is false")), said)
   }
 
-  test("two inputs, no common key or a static input keep Spark's plan") {
+  test("two inputs, or no key shared by three streaming inputs, keep Spark's plan") {
     val Seq(a, b, c) = keyed(3)
     assertKeptAsPlanned(a.join(b, onKeys(1, 0)), "two inputs")
     assertKeptAsPlanned(a.join(b, onKeys(1, 0)).join(c, col("v2") === col("v1")),
       "no common key")
     val static = Seq((1, 1)).toDF("k9", "v9")
-    val withStatic = a.join(b, onKeys(1, 0)).join(static, col("k9") === col("k0"))
-      .join(c, onKeys(2, 0))
-    assertKeptAsPlanned(withStatic, "two inputs")
+    assertKeptAsPlanned(a.join(static, col("k9") === col("k0")).join(b, onKeys(1, 0)),
+      "two inputs")
+  }
+
+  test("static inputs and inputs on another key, anywhere in an inner chain, join above it") {
+    val Seq(a, b, c, d) = keyed(4)
+    val static = Seq((1, 1)).toDF("k9", "v9")
+    // The static input in the middle, d (on v) first: a, b and c still fuse.
+    val frame = d.join(a, col("v3") === col("v0")).join(b, onKeys(1, 0))
+      .join(static, col("k9") === col("k1")).join(c, onKeys(2, 0))
+    val plan = optimized(frame, enabled = true)
+    val Seq(only) = plan.collect { case multiJoin: MultiJoin => multiJoin }
+    assert(only.children.map(_.output.head.name) == Seq("k0", "k1", "k2"))
+    // The static input is joined first, then d: two of Spark's joins above the multi-join.
+    val joins = plan.collect { case join: Join => join }
+    assert(joins.map(_.joinType) == Seq(Inner, Inner))
+    assert(joins.head.right.output.map(_.name) == Seq("k3", "v3") &&
+      joins.last.right.output.map(_.name) == Seq("k9", "v9"))
+    def described(plan: LogicalPlan) = plan.output.map(a => (a.exprId, a.name, a.dataType))
+    assert(described(plan) == described(optimized(frame, enabled = false)))
+    assert(notes(frame).exists(note =>
+        note.contains("[k3, v3] does not share the key") &&
+          note.contains("[k9, v9] is static")), notes(frame))
   }
 
   test("an outer join a multi-join cannot run stays binary, and the chain below collapses") {
