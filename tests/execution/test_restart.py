@@ -10,7 +10,7 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 from support.data import Inputs
-from support.generators import join_on_k
+from support.generators import join_on_k, keyed_inputs
 from support.runs import batch_rows, run_to_parquet
 
 N_INPUTS = 4
@@ -67,3 +67,39 @@ def test_restart_with_multi_join_toggled_is_refused(spark, tmp_path, first, then
                        match="STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA"):
         run_to_parquet(spark, inputs, join_on_k, enabled=then, checkpoint=tmp_path / "ckpt",
                        output=tmp_path / "out")
+
+
+def _state_partitions(spark, checkpoint) -> list[int]:
+    """numPartitions of each stateful operator, as the checkpoint's operator metadata records."""
+    metadata = spark.read.format("state-metadata").load(str(checkpoint)).collect()
+    return [row.numPartitions for row in metadata]
+
+
+def _multi_join_rows(spark, output) -> Counter:
+    return Counter(map(tuple, spark.read.parquet(str(output)).select(
+        "k", *[f"v{i}" for i in range(3)]).collect()))
+
+
+def test_restart_keeps_the_checkpoints_partitions(spark, tmp_path):
+    """A restart with another spark.sql.shuffle.partitions runs on the partitions the checkpoint
+    was written with, as Spark's own stateful operators do (the offset log records them)."""
+    inputs = keyed_inputs(tmp_path / "inputs", 3, seed=4)  # two micro-batches of 6 rows each
+    run_to_parquet(spark, inputs, join_on_k, enabled=True, checkpoint=tmp_path / "ckpt",
+                   output=tmp_path / "out", shuffle_partitions=2)
+    for i in range(3):
+        inputs.write_batch(i, 2, [{"k": k, f"v{i}": 10 + k} for k in range(5)])
+    progress = run_to_parquet(spark, inputs, join_on_k, enabled=True,
+                              checkpoint=tmp_path / "ckpt", output=tmp_path / "out",
+                              shuffle_partitions=3)
+
+    assert progress["batchId"] == 2
+    assert _multi_join_rows(spark, tmp_path / "out") == batch_rows(spark, inputs, join_on_k)
+    assert [entry["numRowsTotal"] for entry in progress["stateOperators"]] == [3 * (12 + 5)]
+    assert _state_partitions(spark, tmp_path / "ckpt") == [2]
+
+
+def test_new_checkpoint_takes_the_sessions_partitions(spark, tmp_path):
+    inputs = keyed_inputs(tmp_path / "inputs", 3, seed=5, n_batches=1)
+    run_to_parquet(spark, inputs, join_on_k, enabled=True, checkpoint=tmp_path / "ckpt",
+                   output=tmp_path / "out", shuffle_partitions=3)
+    assert _state_partitions(spark, tmp_path / "ckpt") == [3]
