@@ -45,10 +45,17 @@ def test_restart_resumes_with_state(spark, tmp_path):
     multi_join_state = [entry for entry in progress["stateOperators"]
                         if entry["operatorName"] == "multiJoin"]
     assert [entry["numRowsTotal"] for entry in multi_join_state] == [N_INPUTS * N_BATCHES * 5]
-    # The checkpoint records the operator and the version of its state layout.
+    # The checkpoint records the operator, the version of its state layout and what the layout
+    # depends on: max-tables as planned, the inputs' columns, the outer joins.
     metadata = spark.read.format("state-metadata").load(str(tmp_path / "ckpt")).collect()
-    assert [(row.operatorName, json.loads(row.operatorProperties)) for row in metadata] == [
-        ("multiJoin", {"stateFormatVersion": 2})]
+    assert [row.operatorName for row in metadata] == ["multiJoin"]
+    properties = json.loads(metadata[0].operatorProperties)
+    assert [[(field["name"], field["type"]) for field in schema["fields"]]
+            for schema in properties.pop("inputSchemas")] == [
+        [("k", "integer"), (f"v{i}", "integer")] for i in range(N_INPUTS)]
+    assert properties == {"stateFormatVersion": 2, "maxTables": None,
+                          "joinTree": {"parents": [None] * N_INPUTS, "outerOrder": [],
+                                       "fullOuter": []}}
 
 
 @pytest.mark.parametrize("first, then", [(True, False), (False, True)])

@@ -10,6 +10,7 @@ import org.apache.spark.sql.classic
 import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
 import org.apache.spark.sql.execution.streaming.state.StateStoreCoordinatorRef
+import org.apache.spark.sql.types.{DataType, StructType}
 
 /**
  * The few Spark-private members the extension needs, in one place.
@@ -53,6 +54,14 @@ object SparkInternals {
 
   private def classicSession(session: SparkSession): classic.SparkSession =
     session.asInstanceOf[classic.SparkSession]
+
+  /**
+   * Whether state rows stored with `stored` can be read as rows of `schema`, by the rule of
+   * Spark's state schema check (StateSchemaCompatibilityChecker): the same types, field names
+   * aside, and no field that could hold nulls now non-nullable.
+   */
+  def stateSchemaCompatible(stored: StructType, schema: StructType): Boolean =
+    DataType.equalsIgnoreNameAndCompatibleNullability(stored, schema)
 
   /** The coordinator that tracks where each state store is loaded, for task locality. */
   def stateStoreCoordinator(session: SparkSession): StateStoreCoordinatorRef =
