@@ -110,3 +110,39 @@ def test_new_checkpoint_takes_the_sessions_partitions(spark, tmp_path):
     run_to_parquet(spark, inputs, join_on_k, enabled=True, checkpoint=tmp_path / "ckpt",
                    output=tmp_path / "out", shuffle_partitions=3)
     assert _state_partitions(spark, tmp_path / "ckpt") == [3]
+
+
+def test_restart_with_max_tables_changed_names_the_setting(spark, tmp_path):
+    """A 5-way chain runs as two multi-joins of 3 inputs each at most; at 4 the first joins 4
+    inputs, whose state this checkpoint does not have. The error says which setting changed."""
+    inputs = keyed_inputs(tmp_path / "inputs", 5, seed=6, n_batches=1)
+    run_to_parquet(spark, inputs, join_on_k, enabled=True, checkpoint=tmp_path / "ckpt",
+                   output=tmp_path / "out", max_tables=3)
+    for i in range(5):
+        inputs.write_batch(i, 1, [{"k": 0, f"v{i}": 1}])
+    with pytest.raises(StreamingQueryException,
+                       match="Cannot change multi-join.max-tables from 3 to 4 between restarts"):
+        run_to_parquet(spark, inputs, join_on_k, enabled=True, checkpoint=tmp_path / "ckpt",
+                       output=tmp_path / "out", max_tables=4)
+
+
+def test_checkpoint_without_the_layout_properties_restarts(spark, tmp_path):
+    """A checkpoint of an earlier version recorded only the state format version: nothing else
+    is compared, and the restart records the rest."""
+    inputs = keyed_inputs(tmp_path / "inputs", 3, seed=7, n_batches=1)
+    run_to_parquet(spark, inputs, join_on_k, enabled=True, checkpoint=tmp_path / "ckpt",
+                   output=tmp_path / "out")
+    metadata_dir = next((tmp_path / "ckpt" / "state").glob("*/_metadata/v2"))
+    version, metadata = (metadata_dir / "0").read_text().split("\n", 1)
+    (metadata_dir / "0").write_text(version + "\n" + json.dumps(
+        {**json.loads(metadata), "operatorPropertiesJson": '{"stateFormatVersion":2}'}))
+    (metadata_dir / ".0.crc").unlink()
+    for i in range(3):
+        inputs.write_batch(i, 1, [{"k": k, f"v{i}": 10 + k} for k in range(5)])
+    run_to_parquet(spark, inputs, join_on_k, enabled=True, checkpoint=tmp_path / "ckpt",
+                   output=tmp_path / "out")
+
+    assert _multi_join_rows(spark, tmp_path / "out") == batch_rows(spark, inputs, join_on_k)
+    properties = json.loads(spark.read.format("state-metadata").load(
+        str(tmp_path / "ckpt")).collect()[0].operatorProperties)
+    assert len(properties["inputSchemas"]) == 3
