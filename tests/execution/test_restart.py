@@ -10,7 +10,7 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 from support.data import Inputs
-from support.generators import join_on_k
+from support.generators import join_on_k, keyed_inputs
 from support.runs import batch_rows, run_to_parquet
 
 N_INPUTS = 4
@@ -45,10 +45,17 @@ def test_restart_resumes_with_state(spark, tmp_path):
     multi_join_state = [entry for entry in progress["stateOperators"]
                         if entry["operatorName"] == "multiJoin"]
     assert [entry["numRowsTotal"] for entry in multi_join_state] == [N_INPUTS * N_BATCHES * 5]
-    # The checkpoint records the operator and the version of its state layout.
+    # The checkpoint records the operator, the version of its state layout and what the layout
+    # depends on: max-tables as planned, the inputs' columns, the outer joins.
     metadata = spark.read.format("state-metadata").load(str(tmp_path / "ckpt")).collect()
-    assert [(row.operatorName, json.loads(row.operatorProperties)) for row in metadata] == [
-        ("multiJoin", {"stateFormatVersion": 2})]
+    assert [row.operatorName for row in metadata] == ["multiJoin"]
+    properties = json.loads(metadata[0].operatorProperties)
+    assert [[(field["name"], field["type"]) for field in schema["fields"]]
+            for schema in properties.pop("inputSchemas")] == [
+        [("k", "integer"), (f"v{i}", "integer")] for i in range(N_INPUTS)]
+    assert properties == {"stateFormatVersion": 2, "maxTables": None,
+                          "joinTree": {"parents": [None] * N_INPUTS, "outerOrder": [],
+                                       "fullOuter": []}}
 
 
 @pytest.mark.parametrize("first, then", [(True, False), (False, True)])
@@ -67,3 +74,75 @@ def test_restart_with_multi_join_toggled_is_refused(spark, tmp_path, first, then
                        match="STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA"):
         run_to_parquet(spark, inputs, join_on_k, enabled=then, checkpoint=tmp_path / "ckpt",
                        output=tmp_path / "out")
+
+
+def _state_partitions(spark, checkpoint) -> list[int]:
+    """numPartitions of each stateful operator, as the checkpoint's operator metadata records."""
+    metadata = spark.read.format("state-metadata").load(str(checkpoint)).collect()
+    return [row.numPartitions for row in metadata]
+
+
+def _multi_join_rows(spark, output) -> Counter:
+    return Counter(map(tuple, spark.read.parquet(str(output)).select(
+        "k", *[f"v{i}" for i in range(3)]).collect()))
+
+
+def test_restart_keeps_the_checkpoints_partitions(spark, tmp_path):
+    """A restart with another spark.sql.shuffle.partitions runs on the partitions the checkpoint
+    was written with, as Spark's own stateful operators do (the offset log records them)."""
+    inputs = keyed_inputs(tmp_path / "inputs", 3, seed=4)  # two micro-batches of 6 rows each
+    run_to_parquet(spark, inputs, join_on_k, enabled=True, checkpoint=tmp_path / "ckpt",
+                   output=tmp_path / "out", shuffle_partitions=2)
+    for i in range(3):
+        inputs.write_batch(i, 2, [{"k": k, f"v{i}": 10 + k} for k in range(5)])
+    progress = run_to_parquet(spark, inputs, join_on_k, enabled=True,
+                              checkpoint=tmp_path / "ckpt", output=tmp_path / "out",
+                              shuffle_partitions=3)
+
+    assert progress["batchId"] == 2
+    assert _multi_join_rows(spark, tmp_path / "out") == batch_rows(spark, inputs, join_on_k)
+    assert [entry["numRowsTotal"] for entry in progress["stateOperators"]] == [3 * (12 + 5)]
+    assert _state_partitions(spark, tmp_path / "ckpt") == [2]
+
+
+def test_new_checkpoint_takes_the_sessions_partitions(spark, tmp_path):
+    inputs = keyed_inputs(tmp_path / "inputs", 3, seed=5, n_batches=1)
+    run_to_parquet(spark, inputs, join_on_k, enabled=True, checkpoint=tmp_path / "ckpt",
+                   output=tmp_path / "out", shuffle_partitions=3)
+    assert _state_partitions(spark, tmp_path / "ckpt") == [3]
+
+
+def test_restart_with_max_tables_changed_names_the_setting(spark, tmp_path):
+    """A 5-way chain runs as two multi-joins of 3 inputs each at most; at 4 the first joins 4
+    inputs, whose state this checkpoint does not have. The error says which setting changed."""
+    inputs = keyed_inputs(tmp_path / "inputs", 5, seed=6, n_batches=1)
+    run_to_parquet(spark, inputs, join_on_k, enabled=True, checkpoint=tmp_path / "ckpt",
+                   output=tmp_path / "out", max_tables=3)
+    for i in range(5):
+        inputs.write_batch(i, 1, [{"k": 0, f"v{i}": 1}])
+    with pytest.raises(StreamingQueryException,
+                       match="Cannot change multi-join.max-tables from 3 to 4 between restarts"):
+        run_to_parquet(spark, inputs, join_on_k, enabled=True, checkpoint=tmp_path / "ckpt",
+                       output=tmp_path / "out", max_tables=4)
+
+
+def test_checkpoint_without_the_layout_properties_restarts(spark, tmp_path):
+    """A checkpoint of an earlier version recorded only the state format version: nothing else
+    is compared, and the restart records the rest."""
+    inputs = keyed_inputs(tmp_path / "inputs", 3, seed=7, n_batches=1)
+    run_to_parquet(spark, inputs, join_on_k, enabled=True, checkpoint=tmp_path / "ckpt",
+                   output=tmp_path / "out")
+    metadata_dir = next((tmp_path / "ckpt" / "state").glob("*/_metadata/v2"))
+    version, metadata = (metadata_dir / "0").read_text().split("\n", 1)
+    (metadata_dir / "0").write_text(version + "\n" + json.dumps(
+        {**json.loads(metadata), "operatorPropertiesJson": '{"stateFormatVersion":2}'}))
+    (metadata_dir / ".0.crc").unlink()
+    for i in range(3):
+        inputs.write_batch(i, 1, [{"k": k, f"v{i}": 10 + k} for k in range(5)])
+    run_to_parquet(spark, inputs, join_on_k, enabled=True, checkpoint=tmp_path / "ckpt",
+                   output=tmp_path / "out")
+
+    assert _multi_join_rows(spark, tmp_path / "out") == batch_rows(spark, inputs, join_on_k)
+    properties = json.loads(spark.read.format("state-metadata").load(
+        str(tmp_path / "ckpt")).collect()[0].operatorProperties)
+    assert len(properties["inputSchemas"]) == 3

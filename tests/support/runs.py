@@ -161,10 +161,12 @@ def run_chain_and_multi(spark: SparkSession, inputs: Inputs, build: QueryBuilder
 
 
 def run_to_parquet(spark: SparkSession, inputs: Inputs, build: QueryBuilder, *, enabled: bool,
-                   checkpoint: Path, output: Path) -> dict:
+                   checkpoint: Path, output: Path, max_tables: int | None = None,
+                   shuffle_partitions: int = 2) -> dict:
     """Processes every input file present into a parquet sink, which, unlike the memory sink,
     a query can resume from its checkpoint; returns the last progress."""
-    with session_conf(spark, multi_join_conf(spark, enabled=enabled)):
+    with session_conf(spark, multi_join_conf(spark, enabled=enabled, max_tables=max_tables,
+                                             shuffle_partitions=shuffle_partitions)):
         query = (build(inputs.streams(spark)).writeStream.format("parquet")
                  .option("path", str(output)).option("checkpointLocation", str(checkpoint))
                  .trigger(availableNow=True).start())

@@ -2,10 +2,13 @@ package io.github.sparkmultijoin.execution
 
 import java.util.concurrent.TimeUnit.NANOSECONDS
 
+import scala.util.control.NonFatal
+
 import io.github.sparkmultijoin.analysis.{Conjunct, EventTimeBounds, JoinTree}
 import io.github.sparkmultijoin.execution.StreamingMultiJoinHelper.onExhaustion
 import io.github.sparkmultijoin.execution.state.MultiJoinStateManager
 import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
 
 import org.apache.spark.TaskContext
 import org.apache.spark.rdd.RDD
@@ -14,7 +17,7 @@ import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression}
 import org.apache.spark.sql.catalyst.plans.physical.{Distribution, Partitioning, PartitioningCollection, StatefulOpClusteredDistribution, UnknownPartitioning}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.streaming.operators.stateful.{SchemaValidationUtils, StatefulOperatorCustomMetric, StatefulOperatorCustomSumMetric, StatefulOperatorStateInfo, StateStoreWriter}
-import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, OperatorInfoV1, OperatorStateMetadata, OperatorStateMetadataV2, StateSchemaValidationResult, StateStore, StateStoreColFamilySchema, StateStoreId, StateStoreMetadataV2, StateStoreOps}
+import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, OperatorInfoV1, OperatorStateMetadata, OperatorStateMetadataReader, OperatorStateMetadataV2, StateSchemaValidationResult, StateStore, StateStoreColFamilySchema, StateStoreId, StateStoreMetadataV2, StateStoreOps}
 import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
 import org.apache.spark.sql.types.StructType
 
@@ -33,7 +36,8 @@ import org.apache.spark.sql.types.StructType
  * A row at or below the previous batch's watermark is late and dropped, as Spark's joins do.
  *
  * State: see [[MultiJoinStateManager]]; its layout is version [[StateFormatVersion]], recorded
- * in the operator's metadata. Probing and checks: see [[StreamingMultiJoinHelper]].
+ * in the operator's metadata with what the layout depends on ([[OperatorProperties]]), which a
+ * restart checks. Probing and checks: see [[StreamingMultiJoinHelper]].
  *
  * @param keys            per input, its key expressions (same length and types for all inputs)
  * @param condition       the inner joins' conditions besides the key
@@ -124,15 +128,58 @@ case class StreamingMultiJoinExec(
     MultiJoinStateManager.columnFamilySchemas(
       keySchema, children.map(_.schema), eventTimes.map(_.isDefined))
 
+  /**
+   * On a restart, first compares the operator with the checkpoint's operator metadata
+   * ([[validateNewMetadata]]): Spark checks the state schema before it calls that, and a
+   * multi-join whose inputs changed would fail the schema check with an error that names neither
+   * the input nor the setting that changed.
+   */
   override def validateAndMaybeEvolveStateSchema(
       hadoopConf: Configuration,
       batchId: Long,
-      stateSchemaVersion: Int): List[StateSchemaValidationResult] =
+      stateSchemaVersion: Int): List[StateSchemaValidationResult] = {
+    previousOperatorMetadata(hadoopConf, batchId).foreach {
+      validateNewMetadata(_, operatorStateMetadata())
+    }
     // Spark passes its default schema format, which predates column families; ours need 3.
     validateAndWriteStateSchema(
       hadoopConf, batchId, ColumnFamilySchemaFormat, getStateInfo, stateSchemaDirPath(), session)
+  }
 
   private val ColumnFamilySchemaFormat = 3
+
+  /**
+   * The operator metadata the checkpoint has for the batch before `batchId`, read as Spark reads
+   * it on a restart (IncrementalExecution's StateSchemaAndOperatorMetadataRule): None for a new
+   * query, or where it cannot be read (no committed batch, or written by an earlier version).
+   */
+  private def previousOperatorMetadata(
+      hadoopConf: Configuration,
+      batchId: Long): Option[OperatorStateMetadata] =
+    if (batchId == 0) None
+    else {
+      val info = getStateInfo
+      try {
+        OperatorStateMetadataReader.createReader(
+          new Path(info.checkpointLocation, info.operatorId.toString), hadoopConf,
+          operatorStateMetadataVersion, batchId - 1).read()
+      } catch {
+        case NonFatal(e) =>
+          logWarning(s"Could not read the operator metadata of $nodeName ${info.operatorId} " +
+            s"before batch $batchId, so its changes are not checked: ${e.getMessage}")
+          None
+      }
+    }
+
+  /** Fails where the state of the checkpoint, as its properties say, cannot serve this plan. */
+  override def validateNewMetadata(
+      previous: OperatorStateMetadata,
+      current: OperatorStateMetadata): Unit = (previous, current) match {
+    case (previous: OperatorStateMetadataV2, current: OperatorStateMetadataV2) =>
+      OperatorProperties.fromJson(previous.operatorPropertiesJson).checkRestart(
+        OperatorProperties.fromJson(current.operatorPropertiesJson), getStateInfo.operatorId)
+    case _ =>
+  }
 
   override def operatorStateMetadataVersion: Int = 2
 
@@ -142,8 +189,15 @@ case class StreamingMultiJoinExec(
     val store = StateStoreMetadataV2(StateStoreId.DEFAULT_STORE_NAME, 0, info.numPartitions,
       stateSchemaPaths.headOption.getOrElse(Nil))
     OperatorStateMetadataV2(OperatorInfoV1(info.operatorId, shortName), Array(store),
-      s"""{"stateFormatVersion":$StateFormatVersion}""")
+      operatorProperties.json)
   }
+
+  /**
+   * What the state layout depends on, with the value of `multi-join.max-tables` that the
+   * operator was planned with (this runs while it is planned).
+   */
+  private def operatorProperties: OperatorProperties = OperatorProperties.planned(
+    StateFormatVersion, MultiJoinConf.maxTables(conf), children.map(_.schema), tree)
 
   /**
    * The version of the state layout ([[MultiJoinStateManager]]). 1 (recorded as no version):

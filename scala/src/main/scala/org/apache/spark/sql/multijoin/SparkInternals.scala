@@ -2,16 +2,15 @@ package org.apache.spark.sql.multijoin
 
 import java.util.UUID
 
-import org.apache.hadoop.fs.Path
-
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.analysis.StreamingJoinHelper
 import org.apache.spark.sql.catalyst.expressions.{AttributeSet, Expression}
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.classic
 import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
-import org.apache.spark.sql.execution.streaming.runtime.{MicroBatchExecution, StreamExecution}
+import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
 import org.apache.spark.sql.execution.streaming.state.StateStoreCoordinatorRef
+import org.apache.spark.sql.types.{DataType, StructType}
 
 /**
  * The few Spark-private members the extension needs, in one place.
@@ -19,26 +18,33 @@ import org.apache.spark.sql.execution.streaming.state.StateStoreCoordinatorRef
  * State info: Spark assigns state info (checkpoint location, run id, operator id, batch id,
  * partitions) only to its own stateful operators, by matching their classes after planning. Its
  * watermark simulation then reads the operator id of every StateStoreWriter, so ours must carry
- * state info when planning ends. The micro-batch thread holds the query id and batch id as local
- * properties, and the running query is registered in the shared state (not in
- * `session.streams`: the query runs on a cloned session).
+ * state info when planning ends. The micro-batch thread holds the query id as a local property,
+ * and the running query is registered in the shared state (not in `session.streams`: the query
+ * runs on a cloned session).
  */
 object SparkInternals {
 
   /**
    * The state info of stateful operator `operatorId` in the micro-batch being planned on this
    * thread, or None outside a running query (for example `df.explain()` before `start()`).
+   *
+   * It is the state info Spark gives its own operators (IncrementalExecution's
+   * `nextStatefulOperationStateInfo`), read from the IncrementalExecution being planned: the
+   * running query's `lastExecution` (set before planning starts). Its `numStateStores` is the
+   * number of state partitions the checkpoint was written with, from the offset log, not the
+   * session's `spark.sql.shuffle.partitions`, which a restart may have changed (a new checkpoint
+   * takes the session's).
    */
   def stateInfo(session: SparkSession, operatorId: Long): Option[StatefulOperatorStateInfo] =
     for {
       query <- runningQuery(session)
-      batchId <- Option(session.sparkContext.getLocalProperty(MicroBatchExecution.BATCH_ID_KEY))
+      execution <- Option(query.lastExecution)
     } yield StatefulOperatorStateInfo(
-      checkpointLocation = new Path(query.resolvedCheckpointRoot, "state").toString,
-      queryRunId = query.runId,
+      checkpointLocation = execution.checkpointLocation,
+      queryRunId = execution.runId,
       operatorId = operatorId,
-      storeVersion = batchId.toLong,
-      numPartitions = classicSession(session).sessionState.conf.numShufflePartitions)
+      storeVersion = execution.currentBatchId,
+      numPartitions = execution.numStateStores)
 
   /** The streaming query whose micro-batch runs on this thread, if any. */
   private def runningQuery(session: SparkSession): Option[StreamExecution] =
@@ -48,6 +54,14 @@ object SparkInternals {
 
   private def classicSession(session: SparkSession): classic.SparkSession =
     session.asInstanceOf[classic.SparkSession]
+
+  /**
+   * Whether state rows stored with `stored` can be read as rows of `schema`, by the rule of
+   * Spark's state schema check (StateSchemaCompatibilityChecker): the same types, field names
+   * aside, and no field that could hold nulls now non-nullable.
+   */
+  def stateSchemaCompatible(stored: StructType, schema: StructType): Boolean =
+    DataType.equalsIgnoreNameAndCompatibleNullability(stored, schema)
 
   /** The coordinator that tracks where each state store is loaded, for task locality. */
   def stateStoreCoordinator(session: SparkSession): StateStoreCoordinatorRef =

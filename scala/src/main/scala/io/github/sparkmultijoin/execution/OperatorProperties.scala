@@ -1,0 +1,153 @@
+package io.github.sparkmultijoin.execution
+
+import io.github.sparkmultijoin.analysis.JoinTree
+import org.json4s.{JArray, JInt, JNothing, JNull, JObject, JValue}
+import org.json4s.jackson.JsonMethods.{compact, parse, parseOpt, render}
+
+import org.apache.spark.sql.execution.streaming.state.StateStoreErrors
+import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
+import org.apache.spark.sql.types.{DataType, StructType}
+
+/**
+ * What a multi-join's state layout depends on, recorded in its operator metadata (the properties
+ * JSON of Spark's OperatorStateMetadataV2, which the `state-metadata` source shows) so that a
+ * restart can say what changed.
+ *
+ * Why: the state keeps one column family per input, of that input's rows. A restart whose
+ * multi-join has other inputs (`multi-join.max-tables` regroups a long chain into other
+ * multi-joins), other input columns, or other outer joins cannot use it. Spark's schema check
+ * refuses most such restarts, but with STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE, which names
+ * neither the input nor the setting that changed.
+ *
+ * Every property is optional when read: a checkpoint of an earlier version has only
+ * `stateFormatVersion` (or nothing), and what it does not record is not compared.
+ *
+ * @param stateFormatVersion the version of the state layout ([[state.MultiJoinStateManager]])
+ * @param maxTables          `multi-join.max-tables` when the operator was planned; Some(None):
+ *                           unset
+ * @param inputSchemas       the schema of each input's rows, in input order
+ * @param tree               how the inputs are joined
+ */
+case class OperatorProperties(
+    stateFormatVersion: Option[Int],
+    maxTables: Option[Option[Int]],
+    inputSchemas: Option[Seq[StructType]],
+    tree: Option[JoinTree]) {
+
+  import OperatorProperties._
+
+  def json: String = {
+    val fields: List[(String, JValue)] = List(
+      stateFormatVersion.map(version => "stateFormatVersion" -> JInt(version)),
+      maxTables.map(value => "maxTables" -> value.map(JInt(_)).getOrElse(JNull)),
+      inputSchemas.map(schemas => "inputSchemas" -> JArray(schemas.map(schemaJson).toList)),
+      tree.map(joins => "joinTree" -> treeJson(joins))).flatten
+    compact(render(JObject(fields)))
+  }
+
+  /**
+   * Fails if a restart whose operator `operatorId` has the properties `current` cannot use state
+   * written with these, saying what changed and how to fix it. Where `multi-join.max-tables`
+   * changed too, that is the cause: Spark's own error for a setting changed between restarts
+   * names it. A changed setting that leaves this operator's layout as it was (a chain no longer
+   * than either value) restarts.
+   */
+  def checkRestart(current: OperatorProperties, operatorId: Long): Unit = {
+    val changes = layoutChanges(current)
+    if (changes.nonEmpty) {
+      (maxTables, current.maxTables) match {
+        case (Some(before), Some(now)) if before != now =>
+          throw StateStoreErrors.invalidConfigChangedAfterRestart(
+            MultiJoinConf.MAX_TABLES.key, describe(before), describe(now))
+        case _ =>
+          throw new IllegalStateException(s"The multi-join (stateful operator $operatorId) " +
+            s"cannot resume from this checkpoint: ${changes.mkString("; ")}. The query's joins " +
+            "changed since the checkpoint was written: change them back, or start a new " +
+            "checkpoint.")
+      }
+    }
+  }
+
+  /** What differs in `current` that the state depends on, as far as both record it. */
+  private def layoutChanges(current: OperatorProperties): Seq[String] = {
+    val inputs = (inputSchemas, current.inputSchemas) match {
+      case (Some(before), Some(now)) if before.length != now.length =>
+        Seq(s"it joined ${before.length} inputs and now joins ${now.length}")
+      case (Some(before), Some(now)) =>
+        before.zip(now).zipWithIndex.collect {
+          case ((stored, schema), input) if !SparkInternals.stateSchemaCompatible(stored, schema) =>
+            s"input $input had the columns (${columns(stored)}) and now has (${columns(schema)})"
+        }
+      case _ => Nil
+    }
+    val joins = (tree, current.tree) match {
+      case (Some(before), Some(now)) if before != now =>
+        Seq(s"its inputs were joined with ${describe(before)} and now with ${describe(now)}")
+      case _ => Nil
+    }
+    inputs ++ joins
+  }
+}
+
+object OperatorProperties {
+
+  /** The properties of a multi-join planned now. */
+  def planned(
+      stateFormatVersion: Int,
+      maxTables: Option[Int],
+      inputSchemas: Seq[StructType],
+      tree: JoinTree): OperatorProperties =
+    OperatorProperties(Some(stateFormatVersion), Some(maxTables), Some(inputSchemas), Some(tree))
+
+  /** The properties recorded in `json`; none for a blank or unreadable one. */
+  def fromJson(json: String): OperatorProperties = {
+    val recorded = parseOpt(json).getOrElse(JNothing)
+    val maxTables = recorded \ "maxTables" match {
+      case JNothing => None
+      case JInt(value) => Some(Some(value.toInt))
+      case _ => Some(None)
+    }
+    val inputSchemas = recorded \ "inputSchemas" match {
+      case JArray(schemas) => Some(schemas.map(schemaFromJson))
+      case _ => None
+    }
+    OperatorProperties(
+      (recorded \ "stateFormatVersion").toOption.collect { case JInt(v) => v.toInt },
+      maxTables, inputSchemas, (recorded \ "joinTree").toOption.map(treeFromJson))
+  }
+
+  private def schemaJson(schema: StructType): JValue = parse(schema.json)
+
+  private def schemaFromJson(json: JValue): StructType =
+    DataType.fromJson(compact(render(json))).asInstanceOf[StructType]
+
+  private def treeJson(tree: JoinTree): JValue = JObject(
+    "parents" -> JArray(tree.parents.map(_.map(JInt(_)).getOrElse(JNull)).toList),
+    "outerOrder" -> JArray(tree.outerOrder.map(JInt(_)).toList),
+    "fullOuter" -> JArray(tree.fullOuter.toList.sorted.map(JInt(_))))
+
+  private def treeFromJson(json: JValue): JoinTree = {
+    def ints(field: String) = (json \ field).children.collect { case JInt(v) => v.toInt }
+    val parents = (json \ "parents").children.map {
+      case JInt(parent) => Some(parent.toInt)
+      case _ => None
+    }
+    JoinTree(parents, ints("outerOrder"), ints("fullOuter").toSet)
+  }
+
+  private def columns(schema: StructType): String = schema.fields.map(_.toDDL).mkString(", ")
+
+  private def describe(maxTables: Option[Int]): String =
+    maxTables.map(_.toString).getOrElse("(unset)")
+
+  /** The joins of `tree` as EXPLAIN shows them: `input2 LEFT OUTER to input0`. */
+  private def describe(tree: JoinTree): String =
+    if (tree.outerOrder.isEmpty) {
+      "inner joins only"
+    } else {
+      tree.outerOrder.map { input =>
+        val joinType = if (tree.isFullOuter(input)) "FULL OUTER" else "LEFT OUTER"
+        s"input$input $joinType to input${tree.parents(input).get}"
+      }.mkString("inner joins, then ", ", then ", "")
+    }
+}

@@ -1,0 +1,88 @@
+package io.github.sparkmultijoin.execution
+
+import io.github.sparkmultijoin.analysis.JoinTree
+import org.scalatest.funsuite.AnyFunSuite
+
+import org.apache.spark.SparkThrowable
+import org.apache.spark.sql.types.StructType
+
+/** What a multi-join records in its operator metadata, and which restarts it refuses, and how. */
+class OperatorPropertiesSuite extends AnyFunSuite {
+
+  private def schema(ddl: String) = StructType.fromDDL(ddl)
+
+  private val inputs = Seq(schema("k INT, v0 INT"), schema("k INT, v1 STRING"),
+    schema("k INT, v2 INT NOT NULL"))
+
+  private val leftOuter = JoinTree(Seq(None, None, Some(1)), Seq(2))
+
+  private def planned(
+      maxTables: Option[Int] = Some(3),
+      schemas: Seq[StructType] = inputs,
+      tree: JoinTree = JoinTree.inner(3)) =
+    OperatorProperties.planned(2, maxTables, schemas, tree)
+
+  /** The properties as the checkpoint records them, restarted with `current`: the error. */
+  private def restart(recorded: OperatorProperties, current: OperatorProperties): Throwable =
+    intercept[Exception](OperatorProperties.fromJson(recorded.json).checkRestart(current, 7L))
+
+  test("the properties read back as written, unset max-tables included") {
+    for (properties <- Seq(planned(), planned(maxTables = None, tree = leftOuter))) {
+      assert(OperatorProperties.fromJson(properties.json) == properties)
+    }
+    assert(planned(maxTables = None, tree = leftOuter).json.contains(
+      """"maxTables":null,"inputSchemas":[{"type":"struct","fields":[{"name":"k""""))
+    assert(planned(tree = leftOuter).json.endsWith(
+      """"joinTree":{"parents":[null,null,1],"outerOrder":[2],"fullOuter":[]}}"""))
+  }
+
+  test("a checkpoint of an earlier version, without the properties, restarts") {
+    for (recorded <- Seq("""{"stateFormatVersion":2}""", "", "not json")) {
+      OperatorProperties.fromJson(recorded).checkRestart(planned(schemas = inputs.take(2)), 7L)
+    }
+    assert(OperatorProperties.fromJson("""{"stateFormatVersion":2}""") ==
+      OperatorProperties(Some(2), None, None, None))
+  }
+
+  test("a changed max-tables that changed the operator's inputs is named, as Spark names one") {
+    val error = restart(planned(Some(3)), planned(Some(4), inputs :+ schema("k INT, v3 INT")))
+    assert(error.asInstanceOf[SparkThrowable].getCondition ==
+      "STATE_STORE_INVALID_CONFIG_AFTER_RESTART")
+    assert(error.getMessage.startsWith("[STATE_STORE_INVALID_CONFIG_AFTER_RESTART] Cannot " +
+      "change multi-join.max-tables from 3 to 4 between restarts. Please set " +
+      "multi-join.max-tables to 3, or restart with a new checkpoint directory."))
+    assert(restart(planned(None), planned(Some(2), inputs.take(2))).getMessage.contains(
+      "from (unset) to 2"))
+  }
+
+  test("a changed max-tables that leaves the operator's inputs as they were restarts") {
+    OperatorProperties.fromJson(planned(Some(3)).json).checkRestart(planned(Some(5)), 7L)
+    OperatorProperties.fromJson(planned(None).json).checkRestart(planned(Some(3)), 7L)
+  }
+
+  test("changed inputs or joins are named, with how to fix it") {
+    val fix = "The query's joins changed since the checkpoint was written: change them back, " +
+      "or start a new checkpoint."
+    val moreInputs = restart(planned(), planned(schemas = inputs :+ schema("k INT, v3 INT")))
+    assert(moreInputs.getMessage == "The multi-join (stateful operator 7) cannot resume from " +
+      s"this checkpoint: it joined 3 inputs and now joins 4. $fix")
+    val retyped = restart(planned(),
+      planned(schemas = inputs.updated(1, schema("k INT, v1 BIGINT"))))
+    assert(retyped.getMessage.contains(
+      "input 1 had the columns (k INT, v1 STRING) and now has (k INT, v1 BIGINT)."))
+    val outer = restart(planned(), planned(tree = leftOuter))
+    assert(outer.getMessage.contains("its inputs were joined with inner joins only and now " +
+      "with inner joins, then input2 LEFT OUTER to input1."))
+  }
+
+  test("input changes Spark's state schema check accepts restart: renamed, nullable now") {
+    val renamedAndNullable = inputs.updated(0, schema("key INT, value0 INT"))
+      .updated(2, schema("k INT, v2 INT"))
+    OperatorProperties.fromJson(planned().json).checkRestart(
+      planned(schemas = renamedAndNullable), 7L)
+    // Rows stored with nulls cannot be read as non-nullable ones.
+    assert(restart(planned(),
+      planned(schemas = inputs.updated(0, schema("k INT NOT NULL, v0 INT"))))
+      .getMessage.contains("input 0 had the columns (k INT, v0 INT) and now has (k INT NOT NULL"))
+  }
+}
