@@ -34,6 +34,8 @@ lazy val root = (project in file("."))
     Test / fork := true,
     Test / javaOptions ++= Seq(
       "-Xmx2g",
+      // Tests run many short queries: the quick compiler alone warms up sooner than it loses.
+      "-XX:TieredStopAtLevel=1",
       "--add-opens=java.base/java.lang=ALL-UNNAMED",
       "--add-opens=java.base/java.nio=ALL-UNNAMED",
       "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",

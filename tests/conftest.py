@@ -16,6 +16,9 @@ def spark() -> SparkSession:
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.driver.memory", "2g")
+        # The tests run many short queries: the JVM's quick compiler alone warms up sooner than
+        # it loses (about 15% off a streaming test here).
+        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
     )
     session = configure_spark_with_multijoin(builder).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

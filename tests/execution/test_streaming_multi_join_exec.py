@@ -20,7 +20,7 @@ READ_MODES = [(1, "32m"), (100, "32m"), (100, "300b"), (1, "300b")]
 def random_chain(spark, tmp_path, seed):
     """A random chain's shape, query, inputs, and the batch query's answer (never empty)."""
     rng = random.Random(seed)
-    shape = random_shape(rng, n_inputs=3 + seed % 6)
+    shape = random_shape(rng, n_inputs=3 + seed % 5)
     build = build_chain(shape)
     # Data that joins to nothing tests little: draw again (same shape) until some rows join.
     for attempt in range(20):
