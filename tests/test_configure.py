@@ -53,7 +53,8 @@ def test_the_package_carries_its_jar_and_is_typed():
     package = Path(spark_multijoin.__file__).parent
     assert Path(jar_path()).is_file() and Path(jar_path()).parent == package / "jars"
     assert (package / "py.typed").is_file()
-    assert set(spark_multijoin.__all__) >= {"configure_spark_with_multijoin", "multi_join"}
+    assert set(spark_multijoin.__all__) >= {"configure_spark_with_multijoin", "multi_join",
+                                            "read_state"}
 
 
 def test_session_has_the_extension(spark):

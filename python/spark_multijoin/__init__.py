@@ -14,6 +14,7 @@ from spark_multijoin._configure import (
     configure_spark_with_multijoin,
     jar_path,
 )
+from spark_multijoin._state import read_state
 
 __all__ = [
     "EXTENSION_CLASS",
@@ -22,4 +23,5 @@ __all__ = [
     "configure_spark_with_multijoin",
     "jar_path",
     "multi_join",
+    "read_state",
 ]

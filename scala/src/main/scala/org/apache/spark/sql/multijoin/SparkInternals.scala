@@ -2,14 +2,21 @@ package org.apache.spark.sql.multijoin
 
 import java.util.UUID
 
-import org.apache.spark.sql.SparkSession
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.analysis.StreamingJoinHelper
 import org.apache.spark.sql.catalyst.expressions.{AttributeSet, Expression}
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.classic
+import org.apache.spark.sql.execution.streaming.checkpointing.{CommitLog, OffsetSeqLog, OffsetSeqMetadata}
 import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
 import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
 import org.apache.spark.sql.execution.streaming.state.StateStoreCoordinatorRef
+import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{DataType, StructType}
 
 /**
@@ -103,4 +110,28 @@ object SparkInternals {
       (propagator.getInputWatermarkForLateEvents(stateInfo.storeVersion, stateInfo.operatorId),
         propagator.getInputWatermarkForEviction(stateInfo.storeVersion, stateInfo.operatorId))
     }
+
+  // Reading a checkpoint offline (MultiJoinStateReader), as Spark's state data source does.
+
+  def newHadoopConf(session: SparkSession): Configuration =
+    classicSession(session).sessionState.newHadoopConf()
+
+  /** The last micro-batch of the checkpoint at `checkpoint` in its commit log, if any. */
+  def lastCommittedBatch(session: SparkSession, checkpoint: Path): Option[Long] =
+    new CommitLog(session, new Path(checkpoint, "commits").toString).getLatestBatchId()
+
+  /**
+   * The session's conf with the confs the checkpoint's query ran micro-batch `batch` with (its
+   * offset log's, such as the state store provider), which its state must be read with.
+   */
+  def sessionConfOfBatch(session: SparkSession, checkpoint: Path, batch: Long): SQLConf = {
+    val conf = classicSession(session).sessionState.conf.clone()
+    new OffsetSeqLog(session, new Path(checkpoint, "offsets").toString).get(batch)
+      .flatMap(_.metadataOpt).foreach(OffsetSeqMetadata.setSessionConf(_, conf))
+    conf
+  }
+
+  /** A DataFrame of `rows`, which have `schema`. */
+  def dataFrame(session: SparkSession, rows: RDD[InternalRow], schema: StructType): DataFrame =
+    classicSession(session).internalCreateDataFrame(rows, schema)
 }

@@ -1,0 +1,232 @@
+package io.github.sparkmultijoin.execution.state
+
+import java.util.UUID
+
+import scala.util.Try
+
+import io.github.sparkmultijoin.execution.OperatorProperties
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+
+import org.apache.spark.TaskContext
+import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow, UnsafeProjection}
+import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, OperatorStateMetadata, OperatorStateMetadataReader, OperatorStateMetadataV2, StateSchemaCompatibilityChecker, StateStoreColFamilySchema, StateStoreConf, StateStoreId, StateStoreProvider, StateStoreProviderId}
+import org.apache.spark.sql.multijoin.SparkInternals
+import org.apache.spark.sql.types.{IntegerType, LongType, StructType}
+import org.apache.spark.util.SerializableConfiguration
+
+/**
+ * Reads the rows one input of a multi-join has in a checkpoint's state, offline: from the
+ * checkpoint of a stopped query, without its plan, as a DataFrame of the input's columns plus
+ * `batch_id` (the micro-batch that stored the row) and `partition_id` (its state partition).
+ *
+ * Why not Spark's `statestore` source: in Spark 4.3 it reads one column family of an operator
+ * only for its own operators. Its `stateVarName` option is refused unless the operator is a
+ * transformWithState or a stream-stream join, and without it the source reads the `default`
+ * family, which a multi-join leaves empty (and does not list in its schema file, hence
+ * STDS_FAILED_TO_READ_STATE_SCHEMA "head of empty list"). Our operator cannot take one of
+ * Spark's names without Spark then reading its properties as that operator's. So this reader
+ * opens the stores itself, as Spark's StatePartitionReader does for column families: one task
+ * per state partition loads the RocksDB store at the batch's version, registers the input's
+ * column family with the schemas the checkpoint's schema file records, iterates it and aborts
+ * (nothing is written). The input's columns come from the operator metadata's properties
+ * ([[OperatorProperties]]).
+ */
+object MultiJoinStateReader {
+
+  val BatchIdColumn = "batch_id"
+  val PartitionIdColumn = "partition_id"
+
+  private val OperatorName = "multiJoin"
+
+  /**
+   * The rows of `input` (its position in the multi-join) stored after micro-batch `batchId`
+   * (default: the last committed one) by multi-join `operatorId` (default: the checkpoint's only
+   * multi-join).
+   */
+  def read(
+      session: SparkSession,
+      checkpointLocation: String,
+      input: Int,
+      batchId: Option[Long],
+      operatorId: Option[Long]): DataFrame = {
+    val hadoopConf = SparkInternals.newHadoopConf(session)
+    val checkpoint = qualified(new Path(checkpointLocation), hadoopConf)
+    val batch = committedBatch(session, checkpoint, batchId)
+    val operator = multiJoin(checkpoint, batch, operatorId, hadoopConf)
+    val schema = operator.outputSchema(input)
+    val family = operator.family(input, hadoopConf)
+    val storeConf =
+      new StateStoreConf(SparkInternals.sessionConfOfBatch(session, checkpoint, batch))
+    val serializedConf = new SerializableConfiguration(hadoopConf)
+    val stateLocation = new Path(checkpoint, "state").toString
+    val id = operator.id // the tasks need only the id
+    val partitions = 0 until operator.numPartitions
+    val rows = session.sparkContext.parallelize(partitions, partitions.length).mapPartitions {
+      _.flatMap { partition =>
+        val storeId = StateStoreId(stateLocation, id, partition)
+        readPartition(storeId, batch, family, schema, storeConf, serializedConf.value)
+      }
+    }
+    SparkInternals.dataFrame(session, rows, schema)
+  }
+
+  /** [[read]] for Python: a negative `batchId` or `operatorId` means its default. */
+  def readForPython(
+      session: SparkSession,
+      checkpointLocation: String,
+      input: Int,
+      batchId: Long,
+      operatorId: Long): DataFrame =
+    read(session, checkpointLocation, input, Some(batchId).filter(_ >= 0),
+      Some(operatorId).filter(_ >= 0))
+
+  private def qualified(path: Path, hadoopConf: Configuration): Path =
+    path.getFileSystem(hadoopConf).makeQualified(path)
+
+  /** `batchId`, or the last committed batch, checked against the commit log. */
+  private def committedBatch(session: SparkSession, checkpoint: Path, batchId: Option[Long])
+      : Long = {
+    val last = SparkInternals.lastCommittedBatch(session, checkpoint).getOrElse(
+      throw new IllegalArgumentException(s"The checkpoint $checkpoint has no committed " +
+        "micro-batch, so no state to read: run its query until a micro-batch completes."))
+    batchId.foreach { batch =>
+      require(batch >= 0 && batch <= last,
+        s"Micro-batch $batch of the checkpoint $checkpoint is " +
+          s"not committed: choose a batch from 0 to $last, the last committed one.")
+    }
+    batchId.getOrElse(last)
+  }
+
+  /**
+   * The multi-join `operatorId`, or the only one, of the checkpoint as of `batch`; fails naming
+   * the operators there are where that is not one multi-join.
+   */
+  private def multiJoin(
+      checkpoint: Path,
+      batch: Long,
+      operatorId: Option[Long],
+      hadoopConf: Configuration): MultiJoinOperator = {
+    val operators = statefulOperators(new Path(checkpoint, "state"), batch, hadoopConf)
+    val multiJoins = operators.collect {
+      case (id, Some(metadata: OperatorStateMetadataV2))
+          if metadata.operatorInfo.operatorName == OperatorName => id -> metadata
+    }
+    def found = if (operators.isEmpty) "it has no stateful operator"
+    else "its stateful " +
+      "operators are " + operators.map { case (id, metadata) =>
+        s"$id (${metadata.map(_.operatorInfo.operatorName).getOrElse("unknown")})"
+      }.mkString(", ")
+    val chosen = operatorId match {
+      case Some(id) => multiJoins.find(_._1 == id).getOrElse(throw new IllegalArgumentException(
+          s"The checkpoint $checkpoint has no multi-join with operator id $id: $found."))
+      case None if multiJoins.length == 1 => multiJoins.head
+      case None if multiJoins.isEmpty =>
+        throw new IllegalArgumentException(
+          s"The checkpoint $checkpoint has no multi-join as of micro-batch $batch: $found.")
+      case None => throw new IllegalArgumentException(s"The checkpoint $checkpoint has " +
+          s"${multiJoins.length} multi-joins, operators ${multiJoins.map(_._1).mkString(", ")}: " +
+          "choose one by its operator id.")
+    }
+    MultiJoinOperator(checkpoint, chosen._1, chosen._2)
+  }
+
+  /** Each stateful operator's id and its metadata as of `batch`, where it can be read. */
+  private def statefulOperators(
+      stateLocation: Path,
+      batch: Long,
+      hadoopConf: Configuration): Seq[(Long, Option[OperatorStateMetadata])] = {
+    val fs = stateLocation.getFileSystem(hadoopConf)
+    val ids = if (!fs.exists(stateLocation)) Nil
+    else {
+      fs.listStatus(stateLocation).toSeq.filter(_.isDirectory).map(_.getPath.getName)
+        .filter(name => name.nonEmpty && name.forall(_.isDigit)).map(_.toLong).sorted
+    }
+    ids.map { id =>
+      val location = new Path(stateLocation, id.toString)
+      def metadata(version: Int) = Try(OperatorStateMetadataReader.createReader(
+        location, hadoopConf, version, batch).read()).toOption.flatten
+      id -> metadata(2).orElse(metadata(1))
+    }
+  }
+
+  /** Opens the store of `storeId` at `batch`'s version and reads `family`'s rows. */
+  private def readPartition(
+      storeId: StateStoreId,
+      batch: Long,
+      family: StateStoreColFamilySchema,
+      schema: StructType,
+      storeConf: StateStoreConf,
+      hadoopConf: Configuration): Iterator[InternalRow] = {
+    // The store's default family stays empty, as in StreamingMultiJoinExec.
+    val unused = StructType(Nil).add("unused", "int")
+    val provider = StateStoreProvider.createAndInit(
+      StateStoreProviderId(storeId, UUID.randomUUID()), unused, unused,
+      NoPrefixKeyStateEncoderSpec(unused), useColumnFamilies = true, storeConf, hadoopConf,
+      useMultipleValuesPerKey = false, stateSchemaProvider = None)
+    // State store version v holds the state after micro-batch v - 1.
+    val store = provider.getStore(batch + 1)
+    TaskContext.get().addTaskCompletionListener[Unit] { _ =>
+      store.abort()
+      provider.close()
+    }
+    store.createColFamilyIfAbsent(family.colFamilyName, family.keySchema, family.valueSchema,
+      family.keyStateEncoderSpec.get)
+    // The stored row's key: the join key's columns, then batchId and rowIndex.
+    val batchIdOrdinal = family.keySchema.length - 2
+    val extra = new GenericInternalRow(Array[Any](0L, storeId.partitionId))
+    val joined = new JoinedRow
+    val project = UnsafeProjection.create(schema)
+    store.iterator(family.colFamilyName).map { pair =>
+      extra.setLong(0, pair.key.getLong(batchIdOrdinal))
+      project(joined(pair.value, extra))
+    }
+  }
+
+  /** A multi-join as the checkpoint's metadata describes it. */
+  private case class MultiJoinOperator(
+      checkpoint: Path,
+      id: Long,
+      metadata: OperatorStateMetadataV2) {
+
+    private def describe = s"The multi-join (operator $id) of the checkpoint $checkpoint"
+
+    private val store = metadata.stateStoreInfo.head
+
+    def numPartitions: Int = store.numPartitions
+
+    private val inputSchemas: Seq[StructType] =
+      OperatorProperties.fromJson(metadata.operatorPropertiesJson).inputSchemas.getOrElse(
+        throw new IllegalArgumentException(s"$describe was written by an earlier version of " +
+          "spark-multijoin, which did not record its inputs' columns in the operator metadata: " +
+          "run one micro-batch of the query with this version, then read its state."))
+
+    private def checkInput(input: Int): Unit =
+      require(inputSchemas.indices.contains(input),
+        s"$describe has ${inputSchemas.length} " +
+          s"inputs, 0 to ${inputSchemas.length - 1}; there is no input $input.")
+
+    /** The input's columns, then the batch that stored the row and its state partition. */
+    def outputSchema(input: Int): StructType = {
+      checkInput(input)
+      inputSchemas(input)
+        .add(BatchIdColumn, LongType, nullable = false)
+        .add(PartitionIdColumn, IntegerType, nullable = false)
+    }
+
+    /** The schemas of the input's column family, from the state schema file. */
+    def family(input: Int, hadoopConf: Configuration): StateStoreColFamilySchema = {
+      checkInput(input)
+      val name = MultiJoinStateManager.rowFamily(input)
+      val storeId = StateStoreId(new Path(checkpoint, "state").toString, id, 0)
+      val families = new StateSchemaCompatibilityChecker(
+        StateStoreProviderId(storeId, UUID.randomUUID()), hadoopConf,
+        store.stateSchemaFilePaths.map(new Path(_))).readSchemaFile()
+      families.find(_.colFamilyName == name).getOrElse(throw new IllegalStateException(
+        s"$describe has no schema for its column family $name in the state schema files " +
+          s"${store.stateSchemaFilePaths.mkString(", ")}: the checkpoint is incomplete."))
+    }
+  }
+}
