@@ -6,7 +6,7 @@ import pytest
 from pyspark.errors import IllegalArgumentException, SparkRuntimeException
 
 from spark_multijoin import multi_join
-from spark_multijoin._config import ENABLED_KEY, MAX_TABLES_KEY
+from spark_multijoin._config import ENABLED_KEY, MAX_TABLES_KEY, STATE_TTL_KEY
 from support.generators import join_on_k, keyed_inputs
 from support.runs import explain, session_conf
 
@@ -14,6 +14,8 @@ BAD_VALUES = [
     (MAX_TABLES_KEY, "2", "at least 3"),
     (MAX_TABLES_KEY, "0", "at least 3"),
     (MAX_TABLES_KEY, "many", "int"),
+    (STATE_TTL_KEY, "0s", "positive duration"),
+    (STATE_TTL_KEY, "soon", "time"),
     (ENABLED_KEY, "maybe", "boolean"),
     (f"spark.{MAX_TABLES_KEY}", "2", "at least 3"),
     (f"spark.{ENABLED_KEY}", "yes please", "boolean"),
@@ -23,7 +25,7 @@ BAD_VALUES = [
 def test_python_keys_are_the_extensions_keys(spark):
     entries = spark._jvm.org.apache.spark.sql.multijoin.MultiJoinConf.entries()
     keys = [entries.apply(index).key() for index in range(entries.size())]
-    assert keys == [ENABLED_KEY, MAX_TABLES_KEY]
+    assert keys == [ENABLED_KEY, MAX_TABLES_KEY, STATE_TTL_KEY]
 
 
 @pytest.mark.parametrize("key, value, allowed", BAD_VALUES)
@@ -60,6 +62,14 @@ def test_config_view_reads_and_sets(spark):
             config.max_tables = 2.5
         with pytest.raises((IllegalArgumentException, SparkRuntimeException), match="at least 3"):
             config.max_tables = 2
+    with session_conf(spark, {STATE_TTL_KEY: None}):
+        assert config.state_ttl is None
+        config.state_ttl = "2h"
+        assert spark.conf.get(STATE_TTL_KEY) == "2h" and config.state_ttl == "2h"
+        config.state_ttl = None
+        assert config.state_ttl is None
+        with pytest.raises(TypeError, match=STATE_TTL_KEY):
+            config.state_ttl = 3600
 
 
 def test_spark_prefixed_alias_enables_the_rewrite(spark, tmp_path):

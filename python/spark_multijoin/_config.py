@@ -6,6 +6,7 @@ from pyspark.sql import SparkSession
 
 ENABLED_KEY = "multi-join.enabled"
 MAX_TABLES_KEY = "multi-join.max-tables"
+STATE_TTL_KEY = "multi-join.state-ttl"
 
 
 class MultiJoinConfig:
@@ -44,6 +45,23 @@ class MultiJoinConfig:
                 f"{MAX_TABLES_KEY} takes an integer of at least 3 or None, not {value!r}")
         else:
             self._spark.conf.set(MAX_TABLES_KEY, value)
+
+    @property
+    def state_ttl(self) -> str | None:
+        """How long a multi-join keeps an input row in processing time (Spark's duration
+        syntax, such as "1h"), or None for no TTL. A TTL changes the answer: see the README."""
+        value = self._spark.conf.get(STATE_TTL_KEY, None)
+        return None if value in (None, "", "<undefined>") else value
+
+    @state_ttl.setter
+    def state_ttl(self, value: str | None) -> None:
+        if value is None:
+            self._spark.conf.unset(STATE_TTL_KEY)
+        elif not isinstance(value, str):
+            raise TypeError(f"{STATE_TTL_KEY} takes a duration such as '1h' or None, "
+                            f"not {value!r}")
+        else:
+            self._spark.conf.set(STATE_TTL_KEY, value)
 
 
 def multi_join(spark: SparkSession) -> MultiJoinConfig:

@@ -64,6 +64,11 @@ class StreamingSteps(frame: DataFrame, checkpoint: File) extends AutoCloseable {
   def stateRows(operator: String): Seq[Long] =
     query.lastProgress.stateOperators.toSeq.filter(_.operatorName == operator).map(_.numRowsTotal)
 
+  /** The custom metric `name` of each stateful operator called `operator`, in the last batch. */
+  def stateMetric(operator: String, name: String): Seq[Long] =
+    query.lastProgress.stateOperators.toSeq.filter(_.operatorName == operator)
+      .map(_.customMetrics.get(name).longValue)
+
   override def close(): Unit = query.stop()
 }
 

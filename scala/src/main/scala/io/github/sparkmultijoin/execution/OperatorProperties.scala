@@ -1,7 +1,7 @@
 package io.github.sparkmultijoin.execution
 
 import io.github.sparkmultijoin.analysis.JoinTree
-import org.json4s.{JArray, JInt, JNothing, JNull, JObject, JValue}
+import org.json4s.{JArray, JBool, JInt, JNothing, JNull, JObject, JValue}
 import org.json4s.jackson.JsonMethods.{compact, parse, parseOpt, render}
 
 import org.apache.spark.sql.execution.streaming.state.StateStoreErrors
@@ -27,12 +27,14 @@ import org.apache.spark.sql.types.{DataType, StructType}
  *                           unset
  * @param inputSchemas       the schema of each input's rows, in input order
  * @param tree               how the inputs are joined
+ * @param storeTimes         whether rows are indexed by the time they were stored (a state TTL)
  */
 case class OperatorProperties(
     stateFormatVersion: Option[Int],
     maxTables: Option[Option[Int]],
     inputSchemas: Option[Seq[StructType]],
-    tree: Option[JoinTree]) {
+    tree: Option[JoinTree],
+    storeTimes: Option[Boolean] = None) {
 
   import OperatorProperties._
 
@@ -41,7 +43,8 @@ case class OperatorProperties(
       stateFormatVersion.map(version => "stateFormatVersion" -> JInt(version)),
       maxTables.map(value => "maxTables" -> value.map(JInt(_)).getOrElse(JNull)),
       inputSchemas.map(schemas => "inputSchemas" -> JArray(schemas.map(schemaJson).toList)),
-      tree.map(joins => "joinTree" -> treeJson(joins))).flatten
+      tree.map(joins => "joinTree" -> treeJson(joins)),
+      storeTimes.map(indexed => "storeTimes" -> JBool(indexed))).flatten
     compact(render(JObject(fields)))
   }
 
@@ -53,6 +56,7 @@ case class OperatorProperties(
    * than either value) restarts.
    */
   def checkRestart(current: OperatorProperties, operatorId: Long): Unit = {
+    checkStoreTimes(current, operatorId)
     val changes = layoutChanges(current)
     if (changes.nonEmpty) {
       (maxTables, current.maxTables) match {
@@ -67,6 +71,20 @@ case class OperatorProperties(
       }
     }
   }
+
+  /** Fails if `multi-join.state-ttl` was set or unset since the checkpoint was written. */
+  private def checkStoreTimes(current: OperatorProperties, operatorId: Long): Unit =
+    (storeTimes, current.storeTimes) match {
+      case (Some(before), Some(now)) if before != now =>
+        def state(indexed: Boolean) = if (indexed) "set" else "unset"
+        throw new IllegalStateException(s"The multi-join (stateful operator $operatorId) cannot " +
+          s"resume from this checkpoint: ${MultiJoinConf.STATE_TTL.key} was ${state(before)} " +
+          s"when it was written and is ${state(now)} now, and a TTL needs the time each row " +
+          s"was stored, which the state keeps only where it was set. " +
+          s"${if (before) "Set" else "Unset"} it again (any duration serves), or start a new " +
+          "checkpoint.")
+      case _ =>
+    }
 
   /** What differs in `current` that the state depends on, as far as both record it. */
   private def layoutChanges(current: OperatorProperties): Seq[String] = {
@@ -96,8 +114,10 @@ object OperatorProperties {
       stateFormatVersion: Int,
       maxTables: Option[Int],
       inputSchemas: Seq[StructType],
-      tree: JoinTree): OperatorProperties =
-    OperatorProperties(Some(stateFormatVersion), Some(maxTables), Some(inputSchemas), Some(tree))
+      tree: JoinTree,
+      storeTimes: Boolean = false): OperatorProperties =
+    OperatorProperties(Some(stateFormatVersion), Some(maxTables), Some(inputSchemas), Some(tree),
+      Some(storeTimes))
 
   /** The properties recorded in `json`; none for a blank or unreadable one. */
   def fromJson(json: String): OperatorProperties = {
@@ -113,7 +133,8 @@ object OperatorProperties {
     }
     OperatorProperties(
       (recorded \ "stateFormatVersion").toOption.collect { case JInt(v) => v.toInt },
-      maxTables, inputSchemas, (recorded \ "joinTree").toOption.map(treeFromJson))
+      maxTables, inputSchemas, (recorded \ "joinTree").toOption.map(treeFromJson),
+      (recorded \ "storeTimes").toOption.collect { case JBool(indexed) => indexed })
   }
 
   private def schemaJson(schema: StructType): JValue = parse(schema.json)

@@ -43,6 +43,7 @@ import org.apache.spark.sql.types.StructType
  * @param condition       the inner joins' conditions besides the key
  * @param tree            which inputs are outer, and the order their joins apply in
  * @param outerConditions per outer input, its ON clause; None for inner inputs
+ * @param stateTtlMs      with a state TTL, how long (processing time) a stored row is kept
  * @param stateInfo       filled in by the planner strategy for a running query, None otherwise
  */
 case class StreamingMultiJoinExec(
@@ -50,6 +51,7 @@ case class StreamingMultiJoinExec(
     condition: Option[Expression],
     tree: JoinTree,
     outerConditions: Seq[Option[Expression]],
+    stateTtlMs: Option[Long],
     stateInfo: Option[StatefulOperatorStateInfo],
     children: Seq[SparkPlan])
   extends SparkPlan with StateStoreWriter with SchemaValidationUtils {
@@ -94,7 +96,8 @@ case class StreamingMultiJoinExec(
       }
       s"input$input key=${keys(input).map(_.sql).mkString("[", ", ", "]")}$joined$kept"
     }
-    s"$nodeName ${inputs.mkString(", ")}, condition=${condition.map(_.sql).getOrElse("none")}, " +
+    val ttl = stateTtlMs.map(ms => s", state ttl=${ms}ms").getOrElse("")
+    s"$nodeName ${inputs.mkString(", ")}, condition=${condition.map(_.sql).getOrElse("none")}$ttl, " +
       s"state=${stateInfo.map(info => s"operator ${info.operatorId}").getOrElse("<unknown>")}"
   }
 
@@ -126,7 +129,7 @@ case class StreamingMultiJoinExec(
   override def getColFamilySchemas(
       shouldBeNullable: Boolean): Map[String, StateStoreColFamilySchema] =
     MultiJoinStateManager.columnFamilySchemas(
-      keySchema, children.map(_.schema), eventTimes.map(_.isDefined))
+      keySchema, children.map(_.schema), eventTimes.map(_.isDefined), stateTtlMs.isDefined)
 
   /**
    * On a restart, first compares the operator with the checkpoint's operator metadata
@@ -197,7 +200,8 @@ case class StreamingMultiJoinExec(
    * operator was planned with (this runs while it is planned).
    */
   private def operatorProperties: OperatorProperties = OperatorProperties.planned(
-    StateFormatVersion, MultiJoinConf.maxTables(conf), children.map(_.schema), tree)
+    StateFormatVersion, MultiJoinConf.maxTables(conf), children.map(_.schema), tree,
+    storeTimes = stateTtlMs.isDefined)
 
   /**
    * The version of the state layout ([[MultiJoinStateManager]]). 1 (recorded as no version):
@@ -208,11 +212,14 @@ case class StreamingMultiJoinExec(
   override def customStatefulOperatorMetrics: Seq[StatefulOperatorCustomMetric] =
     children.indices.map { input =>
       StatefulOperatorCustomSumMetric(rowsOfInputMetric(input), s"rows of input $input in state")
-    } :+ StatefulOperatorCustomSumMetric(NullPaddedRowsMetric, "null-padded rows emitted")
+    } :+ StatefulOperatorCustomSumMetric(NullPaddedRowsMetric, "null-padded rows emitted") :+
+      StatefulOperatorCustomSumMetric(ExpiredRowsMetric, "rows dropped by the state TTL")
 
   private def rowsOfInputMetric(input: Int): String = s"numRowsInput$input"
 
   private val NullPaddedRowsMetric = "numNullPaddedRows"
+
+  private val ExpiredRowsMetric = "numRowsExpiredByTtl"
 
   // A batch without data is worth running when the watermark moved and rows may be due.
   override def shouldRunAnotherBatch(newInputWatermark: Long): Boolean =
@@ -232,25 +239,34 @@ case class StreamingMultiJoinExec(
     metrics // created on the driver, before tasks refer to them
     val watermarks = SparkInternals.inputWatermarks(session, info)
     val batchRowsMemory = MultiJoinConf.batchRowsMemory(conf)
+    val batchStartMs = stateTtlMs.map(_ =>
+      SparkInternals.batchTimestampMs(session).getOrElse(
+        throw new IllegalStateException(s"$nodeName found no start time of its micro-batch")))
     // Rows live in column families of their own; the store's default family stays empty.
     val defaultFamilySchema = StructType(Nil).add("unused", "int")
     new TaggedZipRDD(children.map(_.execute())).mapPartitionsWithStateStore(
       info, defaultFamilySchema, defaultFamilySchema,
       NoPrefixKeyStateEncoderSpec(defaultFamilySchema), session.sessionState,
       Some(SparkInternals.stateStoreCoordinator(session)), useColumnFamilies = true)(
-      processPartition(info, watermarks.map(_._1), watermarks.map(_._2), batchRowsMemory))
+      processPartition(info, watermarks.map(_._1), watermarks.map(_._2), batchRowsMemory,
+        batchStartMs))
   }
 
   private def processPartition(
       info: StatefulOperatorStateInfo,
       lateRowsWatermarkMs: Option[Long],
       evictionWatermarkMs: Option[Long],
-      batchRowsMemory: Long)(
+      batchRowsMemory: Long,
+      batchStartMs: Option[Long])(
       store: StateStore,
       taggedInput: Iterator[(Int, InternalRow)]): Iterator[InternalRow] = {
     val state = new MultiJoinStateManager(store, keySchema, children.map(_.schema),
-      timeOrdinals, info.storeVersion, batchRowsMemory)
+      timeOrdinals, info.storeVersion, batchRowsMemory, storeTimeMs = batchStartMs)
     TaskContext.get().addTaskCompletionListener[Unit](_ => state.abortIfNotCommitted())
+    // A row past its TTL joins nothing from this batch on, so it goes before any row is joined.
+    for (ttl <- stateTtlMs; now <- batchStartMs) {
+      longMetric(ExpiredRowsMetric) += children.indices.map(state.expire(_, now - ttl)).sum
+    }
     val join = new CompiledJoin(keys, children.map(_.output), output, conjuncts, tree)
     val padder = new OuterJoinPadder(join, state, longMetric(NullPaddedRowsMetric))
     val joiner = new DeltaJoiner(join, state, padder, lateRowsWatermarkMs.map(_ * 1000),

@@ -406,6 +406,10 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
     if (groupSize < inputs.length) {
       return Left(s"${MultiJoinConf.MAX_TABLES.key} = $groupSize would split it")
     }
+    if (MultiJoinConf.stateTtlMs(conf).isDefined) {
+      return Left(s"${MultiJoinConf.STATE_TTL.key} is set, and a TTL would drop rows that " +
+        "null-padded rows are decided by; unset it to run outer joins as one multi-join")
+    }
     fullOuterProblem(inputs, chain, conjuncts).foreach(problem => return Left(problem))
     val outerOrder = chain.outerOrder.toSeq
     val columns = new InputColumns(inputs.map(_.output))

@@ -6,7 +6,8 @@ import io.github.sparkmultijoin.logical.MultiJoin
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
-import org.apache.spark.sql.multijoin.SparkInternals
+import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
 
 /**
  * Plans a [[MultiJoin]] as a [[StreamingMultiJoinExec]] with its state info filled in.
@@ -25,6 +26,7 @@ case class MultiJoinStrategy(session: SparkSession) extends SparkStrategy {
         condition,
         tree,
         multiJoin.outerConditions,
+        MultiJoinConf.stateTtlMs(SQLConf.get),
         SparkInternals.stateInfo(session, operatorId),
         children.map(planLater)) :: Nil
     case _ => Nil

@@ -19,21 +19,34 @@ class OperatorPropertiesSuite extends AnyFunSuite {
   private def planned(
       maxTables: Option[Int] = Some(3),
       schemas: Seq[StructType] = inputs,
-      tree: JoinTree = JoinTree.inner(3)) =
-    OperatorProperties.planned(2, maxTables, schemas, tree)
+      tree: JoinTree = JoinTree.inner(3),
+      storeTimes: Boolean = false) =
+    OperatorProperties.planned(2, maxTables, schemas, tree, storeTimes)
 
   /** The properties as the checkpoint records them, restarted with `current`: the error. */
   private def restart(recorded: OperatorProperties, current: OperatorProperties): Throwable =
     intercept[Exception](OperatorProperties.fromJson(recorded.json).checkRestart(current, 7L))
 
   test("the properties read back as written, unset max-tables included") {
-    for (properties <- Seq(planned(), planned(maxTables = None, tree = leftOuter))) {
+    for (properties <- Seq(planned(), planned(maxTables = None, tree = leftOuter),
+        planned(storeTimes = true))) {
       assert(OperatorProperties.fromJson(properties.json) == properties)
     }
     assert(planned(maxTables = None, tree = leftOuter).json.contains(
       """"maxTables":null,"inputSchemas":[{"type":"struct","fields":[{"name":"k""""))
     assert(planned(tree = leftOuter).json.endsWith(
-      """"joinTree":{"parents":[null,null,1],"outerOrder":[2],"fullOuter":[]}}"""))
+      """"joinTree":{"parents":[null,null,1],"outerOrder":[2],"fullOuter":[]},""" +
+        """"storeTimes":false}"""))
+  }
+
+  test("a state TTL set or unset since the checkpoint was written is named, with the fix") {
+    assert(restart(planned(), planned(storeTimes = true)).getMessage.contains(
+      "multi-join.state-ttl was unset when it was written and is set now"))
+    assert(restart(planned(storeTimes = true), planned()).getMessage.contains(
+      "Set it again (any duration serves), or start a new checkpoint."))
+    // Written before the TTL existed: nothing recorded, nothing compared.
+    OperatorProperties.fromJson(planned().json.replace(""","storeTimes":false""", ""))
+      .checkRestart(planned(storeTimes = true), 7L)
   }
 
   test("a checkpoint of an earlier version, without the properties, restarts") {

@@ -20,6 +20,9 @@ import org.apache.spark.sql.types.{BooleanType, DataType, IntegerType, LongType,
  *  - `input<i>ByTime`, for an input with an event time: key = the event time (microseconds),
  *    then the row's key in `input<i>`; value = a placeholder. Its keys are ordered by event time,
  *    so eviction reads exactly the rows it removes and stops at the first one it keeps.
+ *  - `input<i>ByStoreTime`, only with a state TTL: key = the start time (ms) of the batch that
+ *    stored the row, then the row's key in `input<i>`; value = a placeholder. Expiring reads
+ *    exactly the rows it removes, as eviction does.
  *  - `rowCounts`: key = input index, value = how many rows of that input are stored, so that the
  *    operator can report its rows per input (and in total) without scanning.
  * Nothing but input rows and their index is stored: which outer inputs a row matched is read
@@ -42,6 +45,8 @@ import org.apache.spark.sql.types.{BooleanType, DataType, IntegerType, LongType,
  * @param timeOrdinals  per input, the ordinal of its event time in its rows, if it has one
  * @param batchId       the micro-batch being processed
  * @param batchRowsMemoryBytes how much of the batch's rows to keep in memory
+ * @param storeTimeMs   with a state TTL, the start time of this batch, which its rows are stored
+ *                      with; None without one
  */
 class MultiJoinStateManager(
     store: StateStore,
@@ -49,11 +54,13 @@ class MultiJoinStateManager(
     inputSchemas: Seq[StructType],
     timeOrdinals: Seq[Option[Int]],
     batchId: Long,
-    batchRowsMemoryBytes: Long) {
+    batchRowsMemoryBytes: Long,
+    storeTimeMs: Option[Long] = None) {
 
   import MultiJoinStateManager._
 
-  columnFamilySchemas(keySchema, inputSchemas, timeOrdinals.map(_.isDefined)).values.foreach {
+  columnFamilySchemas(keySchema, inputSchemas, timeOrdinals.map(_.isDefined),
+    withStoreTimes = storeTimeMs.isDefined).values.foreach {
     schema =>
       store.createColFamilyIfAbsent(schema.colFamilyName, schema.keySchema, schema.valueSchema,
         schema.keyStateEncoderSpec.get)
@@ -148,6 +155,11 @@ class MultiJoinStateManager(
       store.put(timeKeyProjection(timeAndRowKey(timeHolder, rowKey)), placeholder,
         timeFamilies(input))
     }
+    storeTimeMs.foreach { storedAt =>
+      timeHolder.setLong(0, storedAt)
+      store.put(timeKeyProjection(timeAndRowKey(timeHolder, rowKey)), placeholder,
+        storeTimeFamily(input))
+    }
     storedCounts(input) += 1
     stored += 1
 
@@ -221,6 +233,39 @@ class MultiJoinStateManager(
     }
   }
 
+  /**
+   * Removes the rows of `input` stored by a batch that started at or before `storedAtOrBeforeMs`
+   * (a state TTL; only with `storeTimeMs`), reading only those. Returns how many were removed.
+   * A row evicted by its event time since left its entry in the store-time index, which goes
+   * now.
+   */
+  def expire(input: Int, storedAtOrBeforeMs: Long): Long = {
+    require(storeTimeMs.isDefined, "rows have store times only with a state TTL")
+    val due = store.iterator(storeTimeFamily(input))
+    val storeTimeKeys = try {
+      due.map(_.key).takeWhile(_.getLong(0) <= storedAtOrBeforeMs).map(_.copy()).toArray
+    } finally {
+      due.close()
+    }
+    val expired = storeTimeKeys.count { storeTimeKey =>
+      store.remove(storeTimeKey, storeTimeFamily(input))
+      val rowKey = rowKeyOfTimeKey(storeTimeKey).copy()
+      val row = store.get(rowKey, rowFamilies(input))
+      if (row != null) {
+        timeOrdinals(input).foreach { ordinal =>
+          timeHolder.setLong(0, row.getLong(ordinal))
+          store.remove(timeKeyProjection(timeAndRowKey(timeHolder, rowKey)), timeFamilies(input))
+        }
+        store.remove(rowKey, rowFamilies(input))
+      }
+      row != null
+    }
+    storedCounts(input) -= expired
+    evicted += expired
+    if (expired > 0) inputInMemory(input) = false
+    expired
+  }
+
   /** How many rows of each input are stored after this batch's changes. */
   def rowCounts: Seq[Long] = storedCounts.toSeq
 
@@ -276,6 +321,8 @@ object MultiJoinStateManager {
 
   def timeFamily(input: Int): String = s"input${input}ByTime"
 
+  def storeTimeFamily(input: Int): String = s"input${input}ByStoreTime"
+
   /** The key of a stored row: the join key's columns, then the row's batch and index. */
   def stateKeySchema(keySchema: StructType): StructType =
     keySchema
@@ -297,7 +344,8 @@ object MultiJoinStateManager {
   def columnFamilySchemas(
       keySchema: StructType,
       inputSchemas: Seq[StructType],
-      hasEventTime: Seq[Boolean]): Map[String, StateStoreColFamilySchema] = {
+      hasEventTime: Seq[Boolean],
+      withStoreTimes: Boolean = false): Map[String, StateStoreColFamilySchema] = {
     val rowKeySchema = stateKeySchema(keySchema)
     val timeKeySchema = timeIndexKeySchema(keySchema)
     def family(
@@ -311,8 +359,12 @@ object MultiJoinStateManager {
       family(timeFamily(input), timeKeySchema, new StructType().add("present", BooleanType),
         RangeKeyScanStateEncoderSpec(_, Seq(0)))
     }
+    val storeTimes = inputSchemas.indices.filter(_ => withStoreTimes).map { input =>
+      family(storeTimeFamily(input), timeKeySchema, new StructType().add("present", BooleanType),
+        RangeKeyScanStateEncoderSpec(_, Seq(0)))
+    }
     val counts = family(RowCountsFamily, new StructType().add("input", IntegerType),
       new StructType().add("rows", LongType), NoPrefixKeyStateEncoderSpec(_))
-    (rows ++ times :+ counts).toMap
+    (rows ++ times ++ storeTimes :+ counts).toMap
   }
 }

@@ -41,6 +41,18 @@ object MultiJoinConf {
       .createOptional
   }
 
+  val STATE_TTL: ConfigEntry[Option[Long]] = withAlias("multi-join.state-ttl",
+    "How long, in processing time, a multi-join keeps an input row: a row stored by a " +
+      "micro-batch that started longer ago than this is dropped at the start of a later one " +
+      "and joins nothing after. This changes the answer: rows that would have matched after " +
+      "their TTL no longer do. For inputs that no time bound limits; applies to every input of " +
+      "a multi-join of inner joins (with outer joins, the chain keeps Spark's joins). Unset " +
+      "keeps rows until time bounds evict them, or for good.") {
+    _.timeConf(java.util.concurrent.TimeUnit.MILLISECONDS)
+      .checkValue(_ > 0, "must be a positive duration such as '1h' or '30m'; unset it for no TTL.")
+      .createOptional
+  }
+
   val BATCH_ROWS_MEMORY: ConfigEntry[Long] = SQLConf.buildConf("multi-join.batch-rows-memory")
     .internal()
     .doc("How many bytes of a micro-batch's new rows one partition of a StreamingMultiJoin " +
@@ -52,7 +64,7 @@ object MultiJoinConf {
     .createWithDefaultString("32m")
 
   /** The documented entries, in the order the README lists them. */
-  val entries: Seq[ConfigEntry[_]] = Seq(ENABLED, MAX_TABLES)
+  val entries: Seq[ConfigEntry[_]] = Seq(ENABLED, MAX_TABLES, STATE_TTL)
 
   /**
    * The entry `key`, read under `spark.<key>` too, declared by `typed` (type, checks, default).
@@ -71,6 +83,8 @@ object MultiJoinConf {
   def maxTables(conf: SQLConf): Option[Int] = conf.getConf(MAX_TABLES)
 
   def batchRowsMemory(conf: SQLConf): Long = conf.getConf(BATCH_ROWS_MEMORY)
+
+  def stateTtlMs(conf: SQLConf): Option[Long] = conf.getConf(STATE_TTL)
 
   /** The README's configuration table (tests/test_readme.py keeps the README in step with it). */
   def markdownTable: String = {

@@ -111,6 +111,16 @@ object SparkInternals {
         propagator.getInputWatermarkForEviction(stateInfo.storeVersion, stateInfo.operatorId))
     }
 
+  /**
+   * The start time of the micro-batch running on this thread, as its offset log records it (so
+   * a retried batch sees the same); None outside a running query.
+   */
+  def batchTimestampMs(session: SparkSession): Option[Long] =
+    for {
+      query <- runningQuery(session)
+      execution <- Option(query.lastExecution)
+    } yield execution.offsetSeqMetadata.batchTimestampMs
+
   // Reading a checkpoint offline (MultiJoinStateReader), as Spark's state data source does.
 
   def newHadoopConf(session: SparkSession): Configuration =
