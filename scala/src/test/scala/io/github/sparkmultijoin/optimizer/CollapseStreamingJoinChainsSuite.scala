@@ -235,6 +235,13 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
       .join(b, onKeys(1, 0) && onKeys(1, 2) && within(1, 0, 10), "left_outer")
     assertKeptAsPlanned(innerKeyThroughOuter, "among the inner inputs themselves")
 
+    // A state TTL would drop rows that null-padding is decided by.
+    val bounded = a.join(b, onKeys(1, 0) && within(1, 0, 10), "left_outer")
+      .join(c, onKeys(2, 0) && within(2, 0, 10))
+    withConf(MultiJoinConf.STATE_TTL.key -> "1h") {
+      assertKeptAsPlanned(bounded, "multi-join.state-ttl is set")
+    }
+
     // A condition after an outer join that accepts its padded rows.
     val readsPadded = a.join(b, onKeys(1, 0) && within(1, 0, 10), "left_outer")
       .join(c, onKeys(2, 0) && within(2, 0, 10) && expr("v1 IS NULL OR v2 >= v1"))
