@@ -55,7 +55,8 @@ def test_restart_resumes_with_state(spark, tmp_path):
         [("k", "integer"), (f"v{i}", "integer")] for i in range(N_INPUTS)]
     assert properties == {"stateFormatVersion": 2, "maxTables": None,
                           "joinTree": {"parents": [None] * N_INPUTS, "outerOrder": [],
-                                       "fullOuter": []}}
+                                       "fullOuter": []},
+                          "storeTimes": False}
 
 
 @pytest.mark.parametrize("first, then", [(True, False), (False, True)])
