@@ -32,3 +32,16 @@ def test_spark_types_map_to_flink_types():
     assert flink_peer.flink_columns("k0 int, v0 bigint, t0 timestamp") == [
         ("k0", "INT"), ("v0", "BIGINT"), ("t0", "TIMESTAMP(3)")]
 
+
+def test_benchmark_table_has_flink_columns_only_when_flink_ran():
+    benchmark = load_module(SCRIPTS / "benchmark.py")
+    spark_only = {"workload": "fanout", "chain": {"wall_seconds": 9.0},
+                  "multi_join": {"wall_seconds": 3.0}}
+    assert benchmark.flink_markdown([spark_only]) == []
+    mode = {"seconds": 2.5}
+    with_flink = dict(spark_only, flink={"output_rows": 1000, "multi_join": {"seconds": 2.25},
+                                         "binary_joins": {"seconds": 4.0},
+                                         "scan_only": {"seconds": 1.5}, "other": mode})
+    lines = benchmark.flink_markdown([spark_only, with_flink])
+    assert lines[1].startswith("| workload | output rows | Spark's chain s |")
+    assert lines[3:] == ["| fanout | 1,000 | 9.00 | 3.00 | 4.00 | 2.25 | 1.50 | 0.75 | 2.50 |"]
