@@ -1,7 +1,7 @@
 """Benchmark: the same streaming joins with multi-join off (Spark's chain) and on.
 
     python scripts/benchmark.py [--workloads fanout,primary_key,time_bounded,scale]
-                                [--out benchmark-results] [--tiny]
+                                [--out benchmark-results] [--tiny] [--flink]
 
 Each workload writes its input files once (one file per input and micro-batch), then runs the
 query over them with multi-join off and on, in this order, in one Spark session. It reports, per
@@ -20,18 +20,26 @@ It writes `results.json`, `results.md` (the README's table) and `state_and_batch
 50 (and the batches from 4 to 2, time_bounded's from 20 to 4), uses 2 shuffle partitions
 instead of 4, skips the warm-up and times everything once, for a smoke run (the test suite
 runs it in its own session through `run_benchmark`).
+
+`--flink` (needs the `flink` extra: `scripts/setup-env bench,flink`) also runs Flink on the same
+files of each keyed workload, in a subprocess with its own JVM (scripts/flink_peer.py): Flink's
+MultiJoin, its binary joins and a scan-only job (Flink's fixed cost), best of two each, and
+checks that Flink's output rows are Spark's. time_bounded has no Flink peer yet.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
 import random
 import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -59,6 +67,7 @@ class Workload:
     batches: list[list[list[dict]]]  # [input][batch] -> rows
     query: Callable[[list[DataFrame]], DataFrame]
     check_flat_state: bool = False
+    flink_peer: bool = False  # scripts/flink_peer.py runs the same join (keyed workloads only)
 
     @property
     def input_rows(self) -> int:
@@ -74,7 +83,7 @@ def keyed(name: str, description: str, rows_per_key: list[int], keys: int,
         random.Random(i).shuffle(rows)
         batches.append([rows[b::n_batches] for b in range(n_batches)])
     schemas = [f"k int, v{i} int" for i in range(len(rows_per_key))]
-    return Workload(name, description, schemas, batches, join_on_k)
+    return Workload(name, description, schemas, batches, join_on_k, flink_peer=True)
 
 
 def time_bounded(keys: int, n_batches: int) -> Workload:
@@ -235,6 +244,31 @@ def streaming_floor(spark: SparkSession, workload: Workload, folder: Path,
     return median_seconds(lambda: run_to_end(union(), folder / "checkpoint_floor"), times)
 
 
+FLINK_PEER = Path(__file__).resolve().parent / "flink_peer.py"
+FLINK_MISSING = ("--flink: Flink is not installed, skipping the Flink peer. Install the optional "
+                 "extra with `scripts/setup-env bench,flink` (pip install '.[bench,flink]'), "
+                 "or run `scripts/benchmark --flink`, which installs it.")
+
+
+def flink_installed() -> bool:
+    return importlib.util.find_spec("pyflink") is not None
+
+
+def run_flink_peer(workload: Workload, folder: Path, times: int) -> dict:
+    """Flink's MultiJoin, binary joins and a scan-only job over `folder`'s files, in a subprocess
+    of its own (PyFlink starts its own JVM)."""
+    spec = {"schemas": workload.schemas,
+            "folders": [str((folder / f"input{i}").resolve())
+                        for i in range(len(workload.schemas))],
+            "parallelism": os.cpu_count() or 1, "times": times}
+    with tempfile.TemporaryDirectory() as scratch:
+        spec_path, out_path = Path(scratch) / "spec.json", Path(scratch) / "out.json"
+        spec_path.write_text(json.dumps(spec))
+        subprocess.run([sys.executable, str(FLINK_PEER), str(spec_path), str(out_path)],
+                       check=True, stdin=subprocess.DEVNULL)
+        return json.loads(out_path.read_text())
+
+
 def ratio(a: float, b: float) -> float | None:
     return round(a / b, 2) if b else None
 
@@ -276,7 +310,32 @@ def markdown(results: list[dict]) -> str:
             f"{r['stored_rows_one_trigger_seconds']:.2f} | "
             f"{r['multi_join']['wall_seconds']:.2f} | {r['streaming_floor_seconds']:.2f} | "
             f"{r['stored_rows_seconds']:.2f} |")
+    lines += flink_markdown(results)
     return "\n".join(lines) + "\n"
+
+
+def flink_markdown(results: list[dict]) -> list[str]:
+    """The Flink peer's table, when any workload ran one (--flink): none otherwise."""
+    with_flink = [r for r in results if "flink" in r]
+    if not with_flink:
+        return []
+    lines = [
+        "",
+        "| workload | output rows | Spark's chain s | multi-join s | Flink binary joins s | "
+        "Flink MultiJoin s | Flink scan only s | Flink MultiJoin minus scan s | "
+        "Flink binary joins minus scan s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in with_flink:
+        flink = r["flink"]
+        scan = flink["scan_only"]["seconds"]
+        lines.append(
+            f"| {r['workload']} | {flink['output_rows']:,} | {r['chain']['wall_seconds']:.2f} | "
+            f"{r['multi_join']['wall_seconds']:.2f} | {flink['binary_joins']['seconds']:.2f} | "
+            f"{flink['multi_join']['seconds']:.2f} | {scan:.2f} | "
+            f"{flink['multi_join']['seconds'] - scan:.2f} | "
+            f"{flink['binary_joins']['seconds'] - scan:.2f} |")
+    return lines
 
 
 def chart(results: list[dict], path: Path) -> None:
@@ -307,6 +366,9 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/multijoin-benchmark"))
     parser.add_argument("--tiny", action="store_true",
                         help="1/50 of the data and one run of each timing, for a smoke run")
+    parser.add_argument("--flink", action="store_true",
+                        help="also run Flink (MultiJoin, binary joins, scan only) on the keyed "
+                        "workloads' files (needs the flink extra)")
     args = parser.parse_args()
 
     chosen = workloads(args.workloads.split(","), shrink=50 if args.tiny else 1)
@@ -316,13 +378,17 @@ def main() -> None:
         .config("spark.sql.shuffle.partitions", "2" if args.tiny else "4")
         .config("spark.driver.memory", "6g")).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    run_benchmark(spark, chosen, args.out, args.work, tiny=args.tiny)
+    run_benchmark(spark, chosen, args.out, args.work, tiny=args.tiny, flink=args.flink)
     spark.stop()
 
 
 def run_benchmark(spark: SparkSession, chosen: list[Workload], out: Path, work: Path,
-                  tiny: bool = False) -> None:
-    """Runs `chosen` in both modes with their floors, and writes the results to `out`."""
+                  tiny: bool = False, flink: bool = False) -> None:
+    """Runs `chosen` in both modes with their floors, and writes the results to `out`; with
+    `flink`, Flink's peer too (skipped, with a message, when Flink is not installed)."""
+    if flink and not flink_installed():
+        print(FLINK_MISSING, flush=True)
+        flink = False
     shutil.rmtree(work, ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
     # Both modes once on tiny data first, so that neither pays for warming up the JVM (a smoke
@@ -383,6 +449,22 @@ def run_benchmark(spark: SparkSession, chosen: list[Workload], out: Path, work: 
             "multi_join_over_stored_rows": ratio(multi["wall_seconds"],
                                                  result["stored_rows_seconds"]),
         }
+        if flink and workload.flink_peer:
+            print("    flink      running ...", end="", flush=True)
+            result["flink"] = peer = run_flink_peer(workload, folder, times=2)
+            print(f"\r    flink      MultiJoin {peer['multi_join']['seconds']:.1f} s, binary "
+                  f"joins {peer['binary_joins']['seconds']:.1f} s, scan only "
+                  f"{peer['scan_only']['seconds']:.1f} s, {peer['output_rows']} output rows",
+                  flush=True)
+            if peer["output_rows"] != multi["output_rows"]:
+                raise SystemExit(f"{workload.name}: output rows differ: {multi['output_rows']} "
+                                 f"with Spark, {peer['output_rows']} with Flink")
+            if (not peer["multi_join"]["multi_join_in_plan"]
+                    or peer["binary_joins"]["multi_join_in_plan"]):
+                raise SystemExit(f"{workload.name}: Flink's plans are not the two modes")
+        elif flink:
+            print(f"    flink      no Flink peer for {workload.name} (keyed workloads only)",
+                  flush=True)
         if workload.check_flat_state:
             # Flat: over the second half of the data batches, the state varies by under 50%.
             states = multi["state_rows_per_data_batch"]

@@ -1,0 +1,152 @@
+"""Flink as a peer in the benchmark: the same join over the same JSON files, in Flink SQL.
+
+    python scripts/flink_peer.py SPEC.json OUT.json
+
+Run by scripts/benchmark.py in a subprocess of its own (PyFlink starts its own JVM, which never
+shares one with Spark's). SPEC.json names the inputs (folders of JSON files, one per micro-batch,
+with Spark schema strings), the parallelism and the number of timed runs; OUT.json receives, per
+mode, the seconds of each run and the best:
+
+- `multi_join`: Flink's MultiJoin operator (FLIP-516), `table.optimizer.multi-join.enabled`;
+- `binary_joins`: the same query with that key off (Flink's default), a chain of binary joins;
+- `scan_only`: every input read into a blackhole sink, no join: what any Flink job here costs
+  (starting the local mini-cluster, planning, reading the files).
+
+Each is an `INSERT INTO` a blackhole sink in streaming mode over the filesystem JSON source (a
+bounded source, so the job ends), no checkpointing, Flink's default state backend. A run is timed
+from `execute_sql` (planning and job submission) to the job's end; the job's own net runtime is
+recorded too. The output rows, which a blackhole sink cannot count, are counted once, untimed,
+by a batch-mode `COUNT(*)` of the same join.
+
+Only equi-joins on one key `k` (the keyed workloads) are supported: the time-bounded workload's
+event-time semantics (watermarks per micro-batch file, in order) have no equivalent here yet.
+The SQL text is built by pure functions, tested without Flink.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+MULTI_JOIN_KEY = "table.optimizer.multi-join.enabled"
+
+_FLINK_TYPES = {"int": "INT", "bigint": "BIGINT", "long": "BIGINT", "string": "STRING",
+                "double": "DOUBLE", "timestamp": "TIMESTAMP(3)"}
+
+
+def flink_columns(spark_schema: str) -> list[tuple[str, str]]:
+    """A Spark DDL schema string ("k int, v0 int") as (name, Flink type) pairs."""
+    columns = []
+    for column in spark_schema.split(","):
+        name, kind = column.split()
+        columns.append((name, _FLINK_TYPES[kind.lower()]))
+    return columns
+
+
+def source_ddl(index: int, spark_schema: str, folder: str) -> str:
+    columns = ", ".join(f"`{name}` {kind}" for name, kind in flink_columns(spark_schema))
+    return (f"CREATE TEMPORARY TABLE input{index} ({columns}) WITH ('connector' = 'filesystem', "
+            f"'path' = '{folder}', 'format' = 'json')")
+
+
+def sink_ddl(name: str, columns: list[tuple[str, str]]) -> str:
+    body = ", ".join(f"`{column}` {kind}" for column, kind in columns)
+    return f"CREATE TEMPORARY TABLE {name} ({body}) WITH ('connector' = 'blackhole')"
+
+
+def join_columns(schemas: list[str]) -> list[tuple[str, str]]:
+    """The join's output: k once, then every input's other columns (Spark's USING (k))."""
+    columns = [("k", dict(flink_columns(schemas[0]))["k"])]
+    for schema in schemas:
+        columns += [(name, kind) for name, kind in flink_columns(schema) if name != "k"]
+    return columns
+
+
+def join_select(schemas: list[str]) -> str:
+    """input0 JOIN input1 ON k JOIN ... : every join on input 0's k, as the multi-join needs."""
+    fields = ["t0.`k`"] + [f"t{i}.`{name}`" for i, schema in enumerate(schemas)
+                           for name, _ in flink_columns(schema) if name != "k"]
+    joins = "".join(f" JOIN input{i} t{i} ON t0.`k` = t{i}.`k`" for i in range(1, len(schemas)))
+    return f"SELECT {', '.join(fields)} FROM input0 t0{joins}"
+
+
+def scan_select(schemas: list[str]) -> str:
+    """Every input's k, unioned: reads every row, joins nothing."""
+    return " UNION ALL ".join(f"SELECT `k` FROM input{i}" for i in range(len(schemas)))
+
+
+def statements(spec: dict) -> dict[str, list[str]]:
+    """DDL shared by every job, and each mode's INSERT."""
+    schemas = spec["schemas"]
+    ddl = [source_ddl(i, schema, folder)
+           for i, (schema, folder) in enumerate(zip(schemas, spec["folders"]))]
+    ddl.append(sink_ddl("join_sink", join_columns(schemas)))
+    ddl.append(sink_ddl("scan_sink", [("k", "INT")]))
+    return {
+        "ddl": ddl,
+        "join": f"INSERT INTO join_sink {join_select(schemas)}",
+        "scan": f"INSERT INTO scan_sink {scan_select(schemas)}",
+        "count": f"SELECT COUNT(*) FROM ({join_select(schemas)})",
+    }
+
+
+def _environment(streaming: bool, parallelism: int, multi_join: bool):
+    from pyflink.table import EnvironmentSettings, TableEnvironment
+
+    settings = (EnvironmentSettings.in_streaming_mode() if streaming
+                else EnvironmentSettings.in_batch_mode())
+    env = TableEnvironment.create(settings)
+    config = env.get_config()
+    config.set("parallelism.default", str(parallelism))
+    config.set(MULTI_JOIN_KEY, "true" if multi_join else "false")
+    config.set("pipeline.name", "flink-peer")
+    return env
+
+
+def _run(spec: dict, sql: dict, mode: str) -> dict:
+    env = _environment(True, spec["parallelism"], mode == "multi_join")
+    for statement in sql["ddl"]:
+        env.execute_sql(statement)
+    insert = sql["scan"] if mode == "scan_only" else sql["join"]
+    plan = env.explain_sql(insert)
+    started = time.perf_counter()
+    result = env.execute_sql(insert)
+    result.wait()
+    wall = time.perf_counter() - started
+    net = result.get_job_client().get_job_execution_result().result().get_net_runtime()
+    return {"seconds": round(wall, 2), "net_runtime_seconds": round(net / 1000, 2),
+            "multi_join_in_plan": "MultiJoin" in plan}
+
+
+def main() -> None:
+    spec = json.loads(Path(sys.argv[1]).read_text())
+    sql = statements(spec)
+
+    # The output rows, once and untimed (a blackhole sink counts nothing); it also warms up
+    # the JVM and the planner before any timed run.
+    counter = _environment(False, spec["parallelism"], False)
+    for statement in sql["ddl"]:
+        counter.execute_sql(statement)
+    with counter.execute_sql(sql["count"]).collect() as rows:
+        output_rows = int(next(iter(rows))[0])
+
+    runs: dict[str, list[dict]] = {"scan_only": [], "binary_joins": [], "multi_join": []}
+    for _ in range(spec["times"]):  # alternating, so that every mode sees the machine alike
+        for mode in runs:
+            runs[mode].append(_run(spec, sql, mode))
+    out = {"output_rows": output_rows, "parallelism": spec["parallelism"],
+           "state_backend": "Flink's default (hashmap, on the heap)", "checkpointing": False,
+           "sql": {"join": sql["join"], "scan": sql["scan"]}}
+    for mode, mode_runs in runs.items():
+        best = min(mode_runs, key=lambda run: run["seconds"])
+        out[mode] = {"seconds": best["seconds"],
+                     "net_runtime_seconds": min(r["net_runtime_seconds"] for r in mode_runs),
+                     "runs_seconds": [r["seconds"] for r in mode_runs],
+                     "multi_join_in_plan": all(r["multi_join_in_plan"] for r in mode_runs)}
+    Path(sys.argv[2]).write_text(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

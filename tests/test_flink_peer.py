@@ -1,0 +1,47 @@
+"""The Flink peer's SQL text and the benchmark's Flink table, without Flink (milliseconds: the
+peer itself runs only in `scripts/benchmark --flink`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from support.modules import load_module
+
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+flink_peer = load_module(SCRIPTS / "flink_peer.py")
+
+
+def test_sql_joins_every_input_on_input_0s_key_into_a_blackhole():
+    sql = flink_peer.statements({"schemas": ["k int, v0 int", "k int, v1 int", "k int, v2 int"],
+                                 "folders": ["/d/input0", "/d/input1", "/d/input2"]})
+    assert sql["ddl"][1] == (
+        "CREATE TEMPORARY TABLE input1 (`k` INT, `v1` INT) WITH ('connector' = 'filesystem', "
+        "'path' = '/d/input1', 'format' = 'json')")
+    assert sql["ddl"][3] == ("CREATE TEMPORARY TABLE join_sink (`k` INT, `v0` INT, `v1` INT, "
+                             "`v2` INT) WITH ('connector' = 'blackhole')")
+    assert sql["join"] == (
+        "INSERT INTO join_sink SELECT t0.`k`, t0.`v0`, t1.`v1`, t2.`v2` FROM input0 t0 "
+        "JOIN input1 t1 ON t0.`k` = t1.`k` JOIN input2 t2 ON t0.`k` = t2.`k`")
+    assert sql["scan"] == ("INSERT INTO scan_sink SELECT `k` FROM input0 UNION ALL "
+                           "SELECT `k` FROM input1 UNION ALL SELECT `k` FROM input2")
+    assert sql["count"].startswith("SELECT COUNT(*) FROM (SELECT t0.`k`")
+    assert flink_peer.MULTI_JOIN_KEY == "table.optimizer.multi-join.enabled"
+
+
+def test_spark_types_map_to_flink_types():
+    assert flink_peer.flink_columns("k0 int, v0 bigint, t0 timestamp") == [
+        ("k0", "INT"), ("v0", "BIGINT"), ("t0", "TIMESTAMP(3)")]
+
+
+def test_benchmark_table_has_flink_columns_only_when_flink_ran():
+    benchmark = load_module(SCRIPTS / "benchmark.py")
+    spark_only = {"workload": "fanout", "chain": {"wall_seconds": 9.0},
+                  "multi_join": {"wall_seconds": 3.0}}
+    assert benchmark.flink_markdown([spark_only]) == []
+    mode = {"seconds": 2.5}
+    with_flink = dict(spark_only, flink={"output_rows": 1000, "multi_join": {"seconds": 2.25},
+                                         "binary_joins": {"seconds": 4.0},
+                                         "scan_only": {"seconds": 1.5}, "other": mode})
+    lines = benchmark.flink_markdown([spark_only, with_flink])
+    assert lines[1].startswith("| workload | output rows | Spark's chain s |")
+    assert lines[3:] == ["| fanout | 1,000 | 9.00 | 3.00 | 4.00 | 2.25 | 1.50 | 0.75 | 2.50 |"]
