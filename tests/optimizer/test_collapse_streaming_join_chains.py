@@ -41,6 +41,18 @@ def test_inputs_on_another_key_and_static_ones_anywhere_join_above_the_fused_one
     assert chain.symmetric_join_count == 3, chain.plan
 
 
+def test_the_multi_join_hint_fuses_a_running_query_while_the_conf_is_off(spark, tmp_path):
+    inputs = keyed_inputs(tmp_path / "inputs", 3)
+
+    def build(frames):
+        named = [frame.alias(f"t{i}") for i, frame in enumerate(frames)]
+        return join_on_k(named).hint("MULTI_JOIN", "t0", "t1", "t2")
+
+    multi = run_stream(spark, inputs, build, enabled=False, checkpoint=tmp_path / "on")
+    assert multi.multi_join_count == 1, multi.plan
+    assert multi.rows == batch_rows(spark, inputs, build)
+
+
 def test_a_static_input_joined_after_the_chain_gives_the_batch_answer(spark, tmp_path):
     inputs = keyed_inputs(tmp_path / "inputs", 3)
     static = spark.createDataFrame([(key, key * 10) for key in range(5)], "k int, w int")

@@ -1,6 +1,6 @@
 package io.github.sparkmultijoin
 
-import io.github.sparkmultijoin.optimizer.CollapseStreamingJoinChains
+import io.github.sparkmultijoin.optimizer.{CollapseStreamingJoinChains, ResolveMultiJoinHint}
 import io.github.sparkmultijoin.planning.MultiJoinStrategy
 
 import org.apache.spark.sql.SparkSessionExtensions
@@ -21,7 +21,10 @@ import org.apache.spark.sql.multijoin.MultiJoinConf
  * and from Python with `configure_spark_with_multijoin(builder)` from `spark_multijoin`, which
  * also adds the jar and the state store provider.
  *
- * Order: the optimizer rule runs once, after Spark's operator optimizations (pre-CBO), so that
+ * Order: the analyzer rule takes the MULTI_JOIN hint while its names still mean something (Spark
+ * drops unknown hints after resolution, and the optimizer drops the aliases that carry the
+ * names), and is bound anew to the columns under those names before every optimization, as a
+ * streaming query's inputs get new columns every micro-batch. The optimizer rule runs once, after Spark's operator optimizations (pre-CBO), so that
  * it sees joins with filters and projections already pushed down and never sees its own output
  * again. The planner strategy plans the resulting MultiJoin; it cannot plan streaming joins
  * themselves, because Spark's streaming strategies run before extension strategies.
@@ -29,6 +32,10 @@ import org.apache.spark.sql.multijoin.MultiJoinConf
 class MultiJoinExtension extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
     MultiJoinConf.register()
+
+    // Analyzer, then plan normalization (before every optimization, per micro-batch too)
+    extensions.injectResolutionRule(_ => ResolveMultiJoinHint)
+    extensions.injectPlanNormalizationRule(_ => ResolveMultiJoinHint.Bind)
 
     // Optimizer
     extensions.injectPreCBORule(_ => CollapseStreamingJoinChains)

@@ -5,7 +5,7 @@ import java.util.concurrent.ConcurrentHashMap
 import scala.collection.mutable
 
 import io.github.sparkmultijoin.analysis.{Conjunct, EventTimeBounds, InputColumns, JoinTree}
-import io.github.sparkmultijoin.logical.MultiJoin
+import io.github.sparkmultijoin.logical.{MultiJoin, MultiJoinHint}
 
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeSet, EqualTo, ExprId, Expression, Literal, NamedExpression}
@@ -73,13 +73,18 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
   case class Note(message: String, isWarning: Boolean = false)
 
   /** The plan the rule makes of `plan`, with what it has to say about it. */
-  def rewrite(plan: LogicalPlan): (LogicalPlan, Seq[Note]) = {
+  def rewrite(hintedPlan: LogicalPlan): (LogicalPlan, Seq[Note]) = {
     val notes = mutable.ArrayBuffer.empty[Note]
+    // The MULTI_JOIN hint's inputs, by their output; its node goes from every plan.
+    val hinted = hintedPlan.collect { case hint: MultiJoinHint => hint.bound }.flatten
+    val plan = hintedPlan.transformUp { case hint: MultiJoinHint => hint.child }
+    val named = if (MultiJoinConf.enabled(conf)) None else Some(hinted)
     val rewritten = if (!plan.isStreaming || !plan.exists(isStreamingChainJoin)) {
       plan
-    } else if (!MultiJoinConf.enabled(conf)) {
+    } else if (named.exists(_.isEmpty)) {
       notes += Note(s"Streaming joins run as Spark planned them: ${MultiJoinConf.ENABLED.key} " +
-        "is false. Set it to true to run chains of joins on one key as one StreamingMultiJoin.")
+        "is false. Set it to true to run chains of joins on one key as one StreamingMultiJoin " +
+        s"(or name a chain's inputs in the ${ResolveMultiJoinHint.HintName} hint).")
       plan
     } else {
       unsupportedStateStore match {
@@ -90,7 +95,7 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
           val nextOperatorId = Iterator.iterate(FirstOperatorId)(_ + 1)
           plan.transformDown {
             case join: Join if isStreamingChainJoin(join) =>
-              collapse(join, nextOperatorId, notes) match {
+              collapse(join, nextOperatorId, notes, named) match {
                 case Right(collapsed) => collapsed
                 case Left(reason) => notes += Note(reason); join
               }
@@ -220,7 +225,8 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
   private def collapse(
       join: Join,
       nextOperatorId: Iterator[Long],
-      notes: mutable.Buffer[Note]): Either[String, LogicalPlan] = {
+      notes: mutable.Buffer[Note],
+      named: Option[Seq[Set[ExprId]]]): Either[String, LogicalPlan] = {
     if (!continuesChain(join)) {
       return Left(s"A streaming join stays as Spark planned it: its condition is not " +
         s"deterministic: ${join.condition.map(_.sql).getOrElse("")}")
@@ -230,7 +236,7 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
     val conjuncts = chain.conjuncts.map(c => c.copy(expression = chain.inline(c.expression))).toSeq
     val groupSize = MultiJoinConf.maxTables(conf).getOrElse(chain.inputs.length)
     for {
-      groupAndKey <- fusedGroup(chain, conjuncts)
+      groupAndKey <- fusedGroup(chain, conjuncts, named)
       (group, keyClasses) = groupAndKey
       tree <- joinTree(chain, group, conjuncts, keyClasses, groupSize)
     } yield {
@@ -247,7 +253,8 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
       notes ++= unboundedInputWarnings(joined)
       notes += Note(s"Collapsed a chain of ${inputs.length} joins into one multi-join of " +
         s"${group.length} streaming inputs on ${keyClasses.length} key column(s): " +
-        s"${group.map(i => describe(inputs(i))).mkString(", ")}" + othersNote(inputs, others))
+        s"${group.map(i => describe(inputs(i))).mkString(", ")}" + othersNote(inputs, others) +
+        named.map(_ => s" (by the ${ResolveMultiJoinHint.HintName} hint)").getOrElse(""))
       withOutputOf(join, joined, chain)
     }
   }
@@ -266,14 +273,25 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
    * The streaming inputs one multi-join takes, with the classes of its key, or why none. With
    * outer joins, every input (all streaming) and a key spanning them all. With inner joins only,
    * which commute and associate, the streaming inputs sharing the key class that has members
-   * over the most of them, at least three; the others join above it.
+   * over the most of them, at least three; the others join above it. Only the inputs the
+   * MULTI_JOIN hint `named`, where that is what enables the rule.
    */
   private def fusedGroup(
       chain: Chain,
-      conjuncts: Seq[Conjunct]): Either[String, (Seq[Int], Seq[EquivalentKeys.KeyClass])] = {
+      conjuncts: Seq[Conjunct],
+      named: Option[Seq[Set[ExprId]]])
+      : Either[String, (Seq[Int], Seq[EquivalentKeys.KeyClass])] = {
     val inputs = chain.inputs.toSeq
     lazy val names = inputs.map(describe).mkString(", ")
-    val streaming = inputs.indices.filter(inputs(_).isStreaming)
+    val isNamed = (input: Int) =>
+      named.forall(_.exists { ids =>
+        inputs(input).collectLeaves().exists(_.output.exists(column => ids(column.exprId)))
+      })
+    if (chain.outerOrder.nonEmpty && !inputs.indices.forall(isNamed)) {
+      return Left(s"A chain of streaming joins with outer joins stays as Spark planned it: the " +
+        s"${ResolveMultiJoinHint.HintName} hint does not name all its inputs ($names).")
+    }
+    val streaming = inputs.indices.filter(input => inputs(input).isStreaming && isNamed(input))
     if (streaming.length < 3) {
       return Left(s"A streaming join of two inputs stays as Spark planned it: Spark's join of " +
         s"two inputs already keeps only input rows ($names).")

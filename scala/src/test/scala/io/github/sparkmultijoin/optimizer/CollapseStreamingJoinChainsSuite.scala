@@ -3,7 +3,7 @@ package io.github.sparkmultijoin.optimizer
 import java.sql.Timestamp
 
 import io.github.sparkmultijoin.MultiJoinSuiteBase
-import io.github.sparkmultijoin.logical.MultiJoin
+import io.github.sparkmultijoin.logical.{MultiJoin, MultiJoinHint}
 
 import org.apache.spark.sql.{DataFrame, Encoder}
 import org.apache.spark.sql.catalyst.plans.{Inner, LeftOuter}
@@ -278,5 +278,33 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
     assertKeptAsPlanned(fullOuter.join(c,
       onKeys(2, 1) && within(2, 1, 10) &&
         expr("v0 IS NULL OR v2 > v0"), "full_outer"), "can hold where a column it reads is null")
+  }
+
+  test("the MULTI_JOIN hint fuses the chain of the inputs it names while the conf is off") {
+    val Seq(a, b, c, d) = keyed(4).zip(Seq("a", "b", "c", "d")).map { case (f, n) => f.alias(n) }
+    val chain = a.join(b, onKeys(1, 0)).join(c, onKeys(2, 0)).join(d, onKeys(3, 0))
+    def fused(frame: DataFrame) = optimized(frame, enabled = false).collect {
+      case multiJoin: MultiJoin => multiJoin.children.map(_.output.head.name)
+    }
+    assert(fused(chain).isEmpty)
+    // From the DataFrame API: the named inputs fuse, d joins above them.
+    assert(fused(chain.hint("MULTI_JOIN", "a", "b", "c")) == Seq(Seq("k0", "k1", "k2")))
+    // From SQL text, with the inputs as views.
+    Seq("a" -> a, "b" -> b, "c" -> c).foreach { case (name, frame) =>
+      frame.createOrReplaceTempView(name)
+    }
+    val sql = spark.sql("SELECT /*+ MULTI_JOIN(a, b, c) */ * FROM a JOIN b ON a.k0 = b.k1 " +
+      "JOIN c ON c.k2 = a.k0")
+    assert(fused(sql) == Seq(Seq("k0", "k1", "k2")))
+    // Two named inputs (and a name that matches none, which is warned of) fuse nothing, and no
+    // plan keeps the hint's node, batch plans included.
+    assert(fused(chain.hint("MULTI_JOIN", "a", "b", "nowhere")).isEmpty)
+    val batch = (0 until 3).map(i => Seq((1, i)).toDF(s"k$i", s"v$i"))
+    val batchChain = batch(0).join(batch(1), onKeys(1, 0)).join(batch(2), onKeys(2, 0))
+    Seq(chain.hint("MULTI_JOIN", "a", "b"), batchChain.hint("MULTI_JOIN", "x")).foreach {
+      frame =>
+        assert(optimized(frame, enabled = false).collect { case h: MultiJoinHint => h }.isEmpty)
+    }
+    assert(batchChain.hint("MULTI_JOIN", "x").collect().length == 1)
   }
 }
