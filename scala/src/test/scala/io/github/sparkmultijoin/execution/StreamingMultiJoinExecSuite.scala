@@ -36,6 +36,10 @@ class StreamingMultiJoinExecSuite extends MultiJoinSuiteBase {
   private def withWatermarks(frames: Seq[DataFrame]): Seq[DataFrame] =
     frames.zipWithIndex.map { case (frame, i) => frame.withWatermark(s"t$i", "5 seconds") }
 
+  /** Input j's row joins input p's on k, with t<j> within `seconds` of t<p>. */
+  private def onKeyWithin(j: Int, p: Int, seconds: Int) = expr(s"k$p = k$j AND t$j BETWEEN " +
+    s"t$p - INTERVAL $seconds SECONDS AND t$p + INTERVAL $seconds SECONDS")
+
   private def withSteps[T](frame: DataFrame, checkpoint: File, enabled: Boolean)(
       body: StreamingSteps => T): T = {
     val steps = withMultiJoin(enabled)(new StreamingSteps(frame, checkpoint))
@@ -93,8 +97,7 @@ class StreamingMultiJoinExecSuite extends MultiJoinSuiteBase {
     val inputs = timedInputs()
     def build(frames: Seq[DataFrame]) = {
       val Seq(a, b, c) = withWatermarks(frames)
-      a.join(b,
-        expr("k0 = k1 AND t1 BETWEEN t0 - INTERVAL 10 SECONDS AND t0 + INTERVAL 10 SECONDS"))
+      a.join(b, onKeyWithin(1, 0, seconds = 10))
         .join(c, expr("k2 = k1 AND t2 BETWEEN t1 AND t1 + INTERVAL 10 SECONDS"))
     }
     withTempDir { dir =>
@@ -127,12 +130,9 @@ class StreamingMultiJoinExecSuite extends MultiJoinSuiteBase {
     val inputs = timedInputs()
     def build(frames: Seq[DataFrame]) = {
       val Seq(a, b, c) = withWatermarks(frames)
-      a.join(b,
-        expr("k0 = k1 AND t1 BETWEEN t0 - INTERVAL 10 SECONDS AND t0 + INTERVAL 10 " +
-          "SECONDS"), "left_outer")
+      a.join(b, onKeyWithin(1, 0, seconds = 10), "left_outer")
         .join(c,
-          expr("k2 = k0 AND t2 BETWEEN t0 - INTERVAL 10 SECONDS AND t0 + INTERVAL 10 " +
-            "SECONDS"))
+          onKeyWithin(2, 0, seconds = 10))
     }
     def keysAndPadding(rows: Seq[Row]) =
       rows.map(row => (row.getAs[Int]("k0"), row.isNullAt(row.fieldIndex("k1")))).sorted
@@ -165,11 +165,8 @@ class StreamingMultiJoinExecSuite extends MultiJoinSuiteBase {
     val inputs = timedInputs()
     def build(frames: Seq[DataFrame]) = {
       val Seq(a, b, c) = withWatermarks(frames)
-      a.join(b,
-        expr("k0 = k1 AND t1 BETWEEN t0 - INTERVAL 10 SECONDS AND t0 + INTERVAL 10 SECONDS"))
-        .join(c,
-          expr("k2 = k1 AND t2 BETWEEN t1 - INTERVAL 10 SECONDS AND t1 + INTERVAL 10 SECONDS"),
-          "full_outer")
+      a.join(b, onKeyWithin(1, 0, seconds = 10))
+        .join(c, onKeyWithin(2, 1, seconds = 10), "full_outer")
     }
     def keys(rows: Seq[Row]) = rows.map { row =>
       Seq("k0", "k1", "k2").map(name => Option(row.getAs[Integer](name)).map(_.toInt))
