@@ -19,6 +19,11 @@ class MultiJoinConfig:
     def __init__(self, spark: SparkSession) -> None:
         self._spark = spark
 
+    def _optional(self, key: str) -> str | None:
+        """The value of a conf without a default, or None where it is unset."""
+        value = self._spark.conf.get(key, None)
+        return None if value in (None, "", "<undefined>") else value
+
     @property
     def enabled(self) -> bool:
         """Whether chains of streaming joins on one key run as one StreamingMultiJoin."""
@@ -33,8 +38,8 @@ class MultiJoinConfig:
     @property
     def max_tables(self) -> int | None:
         """The most inputs one multi-join takes (longer chains are split); None for no limit."""
-        value = self._spark.conf.get(MAX_TABLES_KEY, None)
-        return None if value in (None, "", "<undefined>") else int(value)
+        value = self._optional(MAX_TABLES_KEY)
+        return None if value is None else int(value)
 
     @max_tables.setter
     def max_tables(self, value: int | None) -> None:
@@ -50,8 +55,7 @@ class MultiJoinConfig:
     def state_ttl(self) -> str | None:
         """How long a multi-join keeps an input row in processing time (Spark's duration
         syntax, such as "1h"), or None for no TTL. A TTL changes the answer: see the README."""
-        value = self._spark.conf.get(STATE_TTL_KEY, None)
-        return None if value in (None, "", "<undefined>") else value
+        return self._optional(STATE_TTL_KEY)
 
     @state_ttl.setter
     def state_ttl(self, value: str | None) -> None:

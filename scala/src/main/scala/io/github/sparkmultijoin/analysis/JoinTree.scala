@@ -43,6 +43,9 @@ case class JoinTree(
 
   def innerInputs: Seq[Int] = parents.indices.filterNot(isOuter)
 
+  /** How an outer input is joined, in SQL's words (EXPLAIN and errors show it). */
+  def joinType(outer: Int): String = if (isFullOuter(outer)) "FULL OUTER" else "LEFT OUTER"
+
   def outerInputs: Seq[Int] = outerOrder.sorted
 
   /** Whether an output row may have nulls for `input`: every input may, below a FULL OUTER join. */

@@ -167,8 +167,7 @@ object OperatorProperties {
       "inner joins only"
     } else {
       tree.outerOrder.map { input =>
-        val joinType = if (tree.isFullOuter(input)) "FULL OUTER" else "LEFT OUTER"
-        s"input$input $joinType to input${tree.parents(input).get}"
+        s"input$input ${tree.joinType(input)} to input${tree.parents(input).get}"
       }.mkString("inner joins, then ", ", then ", "")
     }
 }

@@ -83,9 +83,7 @@ case class StreamingMultiJoinExec(
   override def simpleString(maxFields: Int): String = {
     val inputs = children.indices.map { input =>
       val joined = (outerConditions(input), tree.parents(input)) match {
-        case (Some(on), Some(parent)) =>
-          val joinType = if (tree.isFullOuter(input)) "FULL OUTER" else "LEFT OUTER"
-          s" $joinType to input$parent ON ${on.sql}"
+        case (Some(on), Some(parent)) => s" ${tree.joinType(input)} to input$parent ON ${on.sql}"
         case _ => ""
       }
       val kept = (eventTimes(input), evictionOffsets(input)) match {

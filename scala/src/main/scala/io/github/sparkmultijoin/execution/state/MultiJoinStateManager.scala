@@ -202,28 +202,16 @@ class MultiJoinStateManager(
       finalBeforeAtOrBelowMicros: Long): Array[UnsafeRow] = {
     require(timeOrdinals(input).isDefined, s"input $input has no event time")
     val batchIdOrdinal = 1 + keySchema.length
-    val due = store.iterator(timeFamilies(input))
-    val rowKeys = try {
-      due.map(_.key).takeWhile(_.getLong(0) <= finalAtOrBelowMicros)
-        .filter(key =>
-          key.getLong(0) > finalBeforeAtOrBelowMicros ||
-            key.getLong(batchIdOrdinal) == batchId)
-        .map(rowKeyOfTimeKey(_).copy()).toArray
-    } finally {
-      due.close()
-    }
-    rowKeys.map(store.get(_, rowFamilies(input)).copy())
+    keysAtOrBelow(timeFamilies(input), finalAtOrBelowMicros)
+      .filter(key =>
+        key.getLong(0) > finalBeforeAtOrBelowMicros || key.getLong(batchIdOrdinal) == batchId)
+      .map(key => store.get(rowKeyOfTimeKey(key), rowFamilies(input)).copy())
   }
 
   /** Takes the due rows of `input` off its time index and the counts; the caller removes them. */
   private def dueRowKeys(input: Int, maxTimeMicros: Long): Array[UnsafeRow] = {
     require(timeOrdinals(input).isDefined, s"input $input has no event time to evict by")
-    val due = store.iterator(timeFamilies(input))
-    val timeKeys = try {
-      due.map(_.key).takeWhile(_.getLong(0) <= maxTimeMicros).map(_.copy()).toArray
-    } finally {
-      due.close()
-    }
+    val timeKeys = keysAtOrBelow(timeFamilies(input), maxTimeMicros)
     storedCounts(input) -= timeKeys.length
     evicted += timeKeys.length
     if (timeKeys.nonEmpty) inputInMemory(input) = false
@@ -241,12 +229,7 @@ class MultiJoinStateManager(
    */
   def expire(input: Int, storedAtOrBeforeMs: Long): Long = {
     require(storeTimeMs.isDefined, "rows have store times only with a state TTL")
-    val due = store.iterator(storeTimeFamily(input))
-    val storeTimeKeys = try {
-      due.map(_.key).takeWhile(_.getLong(0) <= storedAtOrBeforeMs).map(_.copy()).toArray
-    } finally {
-      due.close()
-    }
+    val storeTimeKeys = keysAtOrBelow(storeTimeFamily(input), storedAtOrBeforeMs)
     val expired = storeTimeKeys.count { storeTimeKey =>
       store.remove(storeTimeKey, storeTimeFamily(input))
       val rowKey = rowKeyOfTimeKey(storeTimeKey).copy()
@@ -264,6 +247,19 @@ class MultiJoinStateManager(
     evicted += expired
     if (expired > 0) inputInMemory(input) = false
     expired
+  }
+
+  /**
+   * The keys of an index family (a time, then a row's key) whose time is at or below `bound`,
+   * copied: the index is ordered by time, so only those and the first one above are read.
+   */
+  private def keysAtOrBelow(family: String, bound: Long): Array[UnsafeRow] = {
+    val entries = store.iterator(family)
+    try {
+      entries.map(_.key).takeWhile(_.getLong(0) <= bound).map(_.copy()).toArray
+    } finally {
+      entries.close()
+    }
   }
 
   /** How many rows of each input are stored after this batch's changes. */
