@@ -5,8 +5,11 @@
 
     spark = configure_spark_with_multijoin(SparkSession.builder.master("local[2]")).getOrCreate()
     multi_join(spark).enabled = True
+
+Which joins of SQL text would fuse, offline: `advise(sql)` (or `spark-multijoin advise FILE.sql`).
 """
 
+from spark_multijoin._advisor import Verdict, advise
 from spark_multijoin._config import MultiJoinConfig, multi_join
 from spark_multijoin._configure import (
     EXTENSION_CLASS,
@@ -20,6 +23,8 @@ __all__ = [
     "EXTENSION_CLASS",
     "ROCKSDB_PROVIDER",
     "MultiJoinConfig",
+    "Verdict",
+    "advise",
     "configure_spark_with_multijoin",
     "jar_path",
     "multi_join",

@@ -1,0 +1,212 @@
+"""The rule's decisions over one join tree: CollapseStreamingJoinChains and EquivalentKeys
+(scala/.../optimizer/), step for step, with its reasons in its words (inputs named as written
+instead of by their columns).
+
+One difference, on purpose: in an inner chain, every key class with three or more streaming
+inputs left after the larger ones fuses into a multi-join of its own (the rule as it is being
+changed to), where the rule of 0.1.0 fuses only the largest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from spark_multijoin._advisor._bounds import Conjunct
+from spark_multijoin._advisor._expressions import Column, leaves_read, unresolved
+from spark_multijoin._advisor._relations import (
+    Filtered,
+    Join,
+    Tree,
+    is_deterministic,
+    is_streaming,
+    leaves,
+    name_of,
+)
+
+CHAIN_KINDS = ("INNER", "LEFT", "RIGHT", "FULL")
+HINT = "MULTI_JOIN"
+ENABLED_KEY = "multi-join.enabled"
+MAX_TABLES_KEY = "multi-join.max-tables"
+STATE_TTL_KEY = "multi-join.state-ttl"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the rule reads besides the plan: its confs, and the leaves the MULTI_JOIN hint names
+    where the hint is what enables it (None: the conf enables it for every chain)."""
+
+    max_tables: int | None
+    state_ttl: bool
+    named: frozenset[str] | None
+
+
+@dataclass(eq=False)
+class ChainInput:
+    """An input of a chain: a subtree the chain does not flatten (a leaf, mostly)."""
+
+    tree: Tree
+    name: str
+    leaf_uids: frozenset[str]
+    covers: frozenset[str]
+    streaming: bool
+    event_time: Column | None
+    event_time_unknown: str | None
+
+    @staticmethod
+    def of(tree: Tree) -> ChainInput:
+        under = list(leaves(tree))
+        # Spark's event-time column of an input: the one column with a watermark in its output.
+        times = [(leaf.uid, leaf.event_time) for leaf in under if leaf.event_time]
+        unknown = [leaf.event_time_unknown for leaf in under if leaf.event_time_unknown]
+        return ChainInput(tree, name_of(tree), frozenset(leaf.uid for leaf in under),
+                          frozenset().union(*(leaf.covers for leaf in under)),
+                          is_streaming(tree), times[0] if len(times) == 1 else None,
+                          unknown[0] if len(under) == 1 and unknown else
+                          "joins inputs defined outside this SQL" if unknown else None)
+
+
+@dataclass
+class Chain:
+    """The inputs and conditions of a chain, as the rule's Chain: an outer join's ON clause is
+    owned by its null-padded input (the right one of a FULL OUTER join); `outer_order` has those
+    inputs in the order their joins apply. `joined_above_full_outer` notes an inner input, inner
+    condition or LEFT OUTER join that applies above a FULL OUTER join."""
+
+    inputs: list[ChainInput] = field(default_factory=list)
+    outer_order: list[int] = field(default_factory=list)
+    full_outer: list[int] = field(default_factory=list)
+    conjuncts: list[Conjunct] = field(default_factory=list)
+    joined_above_full_outer: bool = False
+
+    def add_input(self, tree: Tree) -> int:
+        self.inputs.append(ChainInput.of(tree))
+        return len(self.inputs) - 1
+
+    def add_inner_input(self, tree: Tree) -> int:
+        self.joined_above_full_outer |= bool(self.full_outer)
+        return self.add_input(tree)
+
+    def add_outer_join(self, padded: int, conjuncts: list[exp.Expr]) -> None:
+        self.joined_above_full_outer |= bool(self.full_outer)
+        self.outer_order.append(padded)
+        self.conjuncts.extend(Conjunct(c, padded) for c in conjuncts)
+
+    def add_full_outer_join(self, right: int, conjuncts: list[exp.Expr]) -> None:
+        self.full_outer.append(right)
+        self.outer_order.append(right)
+        self.conjuncts.extend(Conjunct(c, right) for c in conjuncts)
+
+    def add_conjuncts(self, conjuncts: list[exp.Expr]) -> None:
+        # A Filter with nothing to filter is no Filter in Spark's plan.
+        if conjuncts:
+            self.joined_above_full_outer |= bool(self.full_outer)
+            self.conjuncts.extend(Conjunct(c, None) for c in conjuncts)
+
+    @property
+    def names(self) -> str:
+        return ", ".join(chain_input.name for chain_input in self.inputs)
+
+    def inputs_of(self, expression: exp.Expr) -> set[int]:
+        read = leaves_read(expression)
+        return {i for i, chain_input in enumerate(self.inputs) if read & chain_input.leaf_uids}
+
+
+def is_chain_join(tree: Tree) -> bool:
+    """A join the rule starts a chain at: of a kind it takes, both sides streaming."""
+    return isinstance(tree, Join) and tree.kind in CHAIN_KINDS and \
+        is_streaming(tree.left) and is_streaming(tree.right)
+
+
+def continues_chain(tree: Tree) -> bool:
+    """Whether a chain goes into `tree`, seen through deterministic projections and filters:
+    a chain join, or an inner join of a streaming and a static side."""
+    if isinstance(tree, Filtered):
+        return tree.deterministic and continues_chain(tree.child)
+    if not isinstance(tree, Join):
+        return False
+    stream_static = tree.kind == "INNER" and is_streaming(tree.left) != is_streaming(tree.right)
+    return (is_chain_join(tree) or stream_static) and all(map(is_deterministic, tree.conjuncts))
+
+
+def flatten(tree: Tree, chain: Chain) -> None:
+    if isinstance(tree, Join) and continues_chain(tree) and tree.kind == "INNER":
+        flatten(tree.left, chain)
+        flatten(tree.right, chain)
+        chain.add_conjuncts(tree.conjuncts)
+    elif isinstance(tree, Join) and continues_chain(tree) and tree.kind == "LEFT":
+        flatten(tree.left, chain)
+        chain.add_outer_join(chain.add_input(tree.right), tree.conjuncts)
+    elif isinstance(tree, Join) and continues_chain(tree) and tree.kind == "RIGHT":
+        # A LEFT OUTER join with the sides swapped; the output keeps their order.
+        padded = chain.add_input(tree.left)
+        flatten(tree.right, chain)
+        chain.add_outer_join(padded, tree.conjuncts)
+    elif isinstance(tree, Join) and continues_chain(tree) and tree.kind == "FULL":
+        flatten(tree.left, chain)
+        chain.add_full_outer_join(chain.add_input(tree.right), tree.conjuncts)
+    elif isinstance(tree, Filtered) and continues_chain(tree):
+        flatten(tree.child, chain)
+        chain.add_conjuncts(tree.conjuncts)
+    else:
+        chain.add_inner_input(tree)
+
+
+KeyClass = list[tuple[int, exp.Expr]]
+
+
+def key_classes(chain: Chain) -> list[KeyClass]:
+    """As EquivalentKeys.all: the classes of expressions the chain's equalities make equal,
+    directly or through other members, in order of first appearance; members are deterministic
+    expressions over one input."""
+    parent: dict[str, str] = {}
+    members: dict[str, tuple[int, exp.Expr]] = {}
+
+    def root(key: str) -> str:
+        while parent[key] != key:
+            parent[key] = parent[parent[key]]
+            key = parent[key]
+        return key
+
+    def add(input_index: int, member: exp.Expr) -> str:
+        key = member.sql()
+        if key not in parent:
+            parent[key] = key
+            members[key] = (input_index, member)
+        return key
+
+    for conjunct in chain.conjuncts + _guaranteed(chain):
+        expression = conjunct.expression
+        if not isinstance(expression, exp.EQ):
+            continue
+        left, right = _input_of(chain, expression.this), _input_of(chain, expression.expression)
+        if left is not None and right is not None:
+            left_root = root(add(left, expression.this))
+            right_root = root(add(right, expression.expression))
+            if left_root != right_root:
+                parent[right_root] = left_root
+    classes: dict[str, KeyClass] = {}
+    for key in members:
+        classes.setdefault(root(key), []).append(members[key])
+    return list(classes.values())
+
+
+def _guaranteed(chain: Chain) -> list[Conjunct]:
+    """The equalities an input guarantees itself (a filter of its own): they link classes too."""
+    found = []
+    for chain_input in chain.inputs:
+        tree = chain_input.tree
+        while isinstance(tree, Filtered):
+            found.extend(Conjunct(c, None) for c in tree.conjuncts if isinstance(c, exp.EQ))
+            tree = tree.child
+    return found
+
+
+def _input_of(chain: Chain, expression: exp.Expr) -> int | None:
+    read = leaves_read(expression)
+    if not read or unresolved(expression) or not is_deterministic(expression):
+        return None
+    return next((i for i, chain_input in enumerate(chain.inputs)
+                 if read <= chain_input.leaf_uids), None)
+

@@ -1,0 +1,286 @@
+"""One chain collapsed, as the rule's `collapse`: which streaming inputs fuse into multi-joins on
+which key, how an outer chain's inputs form a tree, how long each input's rows are kept; or the
+rule's reason for keeping Spark's joins."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from sqlglot import exp
+
+from spark_multijoin._advisor._bounds import Conjunct, JoinTree, eviction_offsets
+from spark_multijoin._advisor._chains import (
+    HINT,
+    MAX_TABLES_KEY,
+    STATE_TTL_KEY,
+    Chain,
+    ChainInput,
+    KeyClass,
+    Settings,
+    continues_chain,
+    flatten,
+    key_classes,
+)
+from spark_multijoin._advisor._expressions import null_when_any_column_is_null
+from spark_multijoin._advisor._relations import Join
+
+Render = Callable[[exp.Expr], str]
+
+
+@dataclass
+class MultiJoin:
+    """One multi-join: its inputs (indices into the chain; a second one of a split chain also
+    takes the first's output), its key, and per input the offset from the watermark at or below
+    which its rows are evicted (None: kept for good)."""
+
+    inputs: list[int]
+    key: list[KeyClass]
+    offsets: list[int | None]
+    on_earlier: bool = False
+
+
+@dataclass
+class Outcome:
+    """What the rule does with one chain: its multi-joins, or the reason it keeps Spark's joins,
+    and what it says besides."""
+
+    chain: Chain | None
+    multi_joins: list[MultiJoin] = field(default_factory=list)
+    reason: str | None = None
+    notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    # An outer chain kept as Spark planned it because an input is not bounded in event time.
+    unbounded: bool = False
+
+
+def collapse(join: Join, settings: Settings, render: Render) -> Outcome:
+    if not continues_chain(join):
+        return Outcome(None, reason="A streaming join stays as Spark planned it: its condition "
+                       "is not deterministic: " + " AND ".join(map(render, join.conjuncts)))
+    chain = Chain()
+    flatten(join, chain)
+    groups = _fused_groups(chain, settings, render)
+    if isinstance(groups, str):
+        return Outcome(chain, reason=groups)
+    if chain.outer_order:
+        return _outer(chain, groups[0][1], settings, render)
+    outcome = Outcome(chain)
+    for group, key in groups:
+        _split(chain, group, key, settings.max_tables, outcome)
+    others = [i for i in range(len(chain.inputs)) if not any(i in g for g, _ in groups)]
+    if others:
+        # Static inputs first: they keep no state, and may drop rows before a stateful join.
+        others.sort(key=lambda i: chain.inputs[i].streaming)
+        outcome.notes.append("Joined to the multi-join by Spark's joins: " + ", ".join(
+            f"{chain.inputs[i].name} " + ("does not share the key" if chain.inputs[i].streaming
+                                          else "is static") for i in others) + ".")
+    return outcome
+
+
+def _fused_groups(chain: Chain, settings: Settings,
+                  render: Render) -> str | list[tuple[list[int], list[KeyClass]]]:
+    """The streaming inputs each multi-join takes, with the classes of its key, or why none:
+    with outer joins every input, on a key spanning them all; with inner joins only, the inputs
+    of the class with members over the most streaming inputs (three or more), then of the next
+    among those left, and so on. Only the inputs the MULTI_JOIN hint names, where the hint is
+    what enables the rule."""
+    count = len(chain.inputs)
+    named = [settings.named is None or bool(chain_input.covers & settings.named)
+             for chain_input in chain.inputs]
+    if chain.outer_order and not all(named):
+        return (f"A chain of streaming joins with outer joins stays as Spark planned it: the "
+                f"{HINT} hint does not name all its inputs ({chain.names}).")
+    streaming = [i for i in range(count) if chain.inputs[i].streaming and named[i]]
+    if len(streaming) < 3:
+        return ("A streaming join of two inputs stays as Spark planned it: Spark's join of two "
+                f"inputs already keeps only input rows ({chain.names}).")
+    if chain.outer_order and len(streaming) < count:
+        return (f"A chain of streaming joins with outer joins and a static input stays as Spark "
+                f"planned it ({chain.names}).")
+    classes = key_classes(chain)
+    left = set(range(count)) if chain.outer_order else set(streaming)
+    groups: list[tuple[list[int], list[KeyClass]]] = []
+    while not (chain.outer_order and groups):
+        group = max(({i for i, _ in key_class} & left for key_class in classes),
+                    key=len, default=set())
+        if len(group) < 3 or (chain.outer_order and len(group) < count):
+            break
+        key = [[(i, member) for i, member in key_class if i in group]
+               for key_class in classes if group <= {i for i, _ in key_class}]
+        groups.append((sorted(group), key))
+        left -= group
+    if groups:
+        return groups
+    return (f"A chain of {count} streaming joins stays as Spark planned it: no common key, the "
+            "equi-join conditions do not make one key equal across three or more streaming "
+            f"inputs ({chain.names}). Conditions: " +
+            " AND ".join(render(c.expression) for c in chain.conjuncts))
+
+
+def _split(chain: Chain, group: list[int], key: list[KeyClass], max_tables: int | None,
+           outcome: Outcome) -> None:
+    """The multi-joins of an inner group: one, or with max-tables below its size, one of the
+    first max-tables inputs, then the next ones max-tables - 1 at a time over the one before
+    (a last one left over is joined by Spark's join)."""
+    size = max_tables or len(chain.inputs)
+    chunks = [group[:size]] + [group[start:start + size - 1]
+                               for start in range(size, len(group), size - 1)]
+    earlier: list[int] = []
+    for chunk in chunks:
+        if len(chunk) == 1:
+            outcome.notes.append(f"{chain.inputs[chunk[0]].name} is joined to the multi-joins "
+                                 f"by Spark's join: {MAX_TABLES_KEY} = {size} leaves it over.")
+            continue
+        offsets = _inner_offsets(chain, earlier, chunk)
+        outcome.multi_joins.append(MultiJoin(chunk, key, offsets, on_earlier=bool(earlier)))
+        outcome.warnings.extend(_unbounded_warnings(chain, chunk, offsets))
+        earlier = earlier + chunk
+
+
+def _inner_offsets(chain: Chain, earlier: list[int], chunk: list[int]) -> list[int | None]:
+    """The eviction offsets of a multi-join of inner joins over `chunk`, and over the output of
+    the multi-joins of `earlier` where there are any, with the conditions it can check."""
+    taken = [chain.inputs[i] for i in chunk]
+    if earlier:
+        taken = [_combined([chain.inputs[i] for i in earlier])] + taken
+    uids = frozenset().union(*(chain_input.leaf_uids for chain_input in taken))
+    conjuncts = [Conjunct(c.expression, None) for c in chain.conjuncts
+                 if c.outer_input is None and chain.inputs_of(c.expression)
+                 and all(chain.inputs[i].leaf_uids <= uids for i in chain.inputs_of(c.expression))]
+    offsets = eviction_offsets([t.event_time for t in taken], [t.leaf_uids for t in taken],
+                               conjuncts, JoinTree.inner(len(taken)))
+    return offsets[1:] if earlier else offsets
+
+
+def _combined(inputs: list[ChainInput]) -> ChainInput:
+    """The output of a multi-join as the input of the next: its event-time column is the one
+    column with a watermark among its inputs'."""
+    times = [chain_input.event_time for chain_input in inputs if chain_input.event_time]
+    return ChainInput(inputs[0].tree, "(multi-join)",
+                      frozenset().union(*(chain_input.leaf_uids for chain_input in inputs)),
+                      frozenset(), True, times[0] if len(times) == 1 else None, None)
+
+
+def _unbounded_warnings(chain: Chain, chunk: list[int], offsets: list[int | None]) -> list[str]:
+    """Where some input of a multi-join has event times, its state is meant to be bounded:
+    which inputs no interval condition bounds (the rule's WARNING)."""
+    inputs = [chain.inputs[i] for i in chunk]
+    if not any(chain_input.event_time for chain_input in inputs):
+        return []
+    warnings = []
+    for chain_input, offset in zip(inputs, offsets):
+        if offset is not None:
+            continue
+        why = ("it has no event-time column with a watermark" if chain_input.event_time is None
+               else f"no interval condition bounds {chain_input.event_time[1]} against every "
+               "other input's event time, directly or through other inputs")
+        warnings.append(f"Input {chain_input.name} of a streaming multi-join is unbounded: {why}, "
+                        "so its rows are kept in state for good.")
+    return warnings
+
+
+def _outer(chain: Chain, key: list[KeyClass], settings: Settings, render: Render) -> Outcome:
+    """A chain with outer joins: one multi-join of all its inputs as a tree, or why not."""
+    count = len(chain.inputs)
+    tree_or_problem = _outer_join_tree(chain, key, settings, render)
+    if isinstance(tree_or_problem, str):
+        return Outcome(chain, reason=f"A chain of {count} streaming joins with outer joins stays "
+                       f"as Spark planned it: {tree_or_problem} ({chain.names}).",
+                       unbounded=tree_or_problem == _UNBOUNDED)
+    tree, offsets = tree_or_problem
+    return Outcome(chain, [MultiJoin(list(range(count)), key, offsets)])
+
+
+def _outer_join_tree(chain: Chain, key: list[KeyClass], settings: Settings,
+                     render: Render) -> str | tuple[JoinTree, list[int | None]]:
+    """As the rule's outerJoinTree: the tree and eviction offsets, or the rule it breaks."""
+    count = len(chain.inputs)
+    if settings.max_tables is not None and settings.max_tables < count:
+        return f"{MAX_TABLES_KEY} = {settings.max_tables} would split it"
+    if settings.state_ttl:
+        return (f"{STATE_TTL_KEY} is set, and a TTL would drop rows that null-padded rows are "
+                "decided by; unset it to run outer joins as one multi-join")
+    problem = _full_outer_problem(chain, render) or _padded_side_problem(chain, render) or \
+        _inner_key_problem(chain, key, render)
+    if problem:
+        return problem
+    inner = [i for i in range(count) if i not in chain.outer_order]
+    join_order = inner + chain.outer_order
+    parents: list[int | None] = [None] * count
+    for place, outer in enumerate(chain.outer_order):
+        joined_before = join_order[:len(inner) + place]
+        on_clause = [c.expression for c in chain.conjuncts if c.outer_input == outer]
+        problem = _outer_key_problem(chain, outer, on_clause, joined_before, key, render)
+        if problem:
+            return problem
+        reads = set().union(*map(chain.inputs_of, on_clause)) - {outer}
+        parents[outer] = next((i for i in reversed(joined_before) if i in reads), inner[0])
+    tree = JoinTree(tuple(parents), tuple(chain.outer_order), frozenset(chain.full_outer))
+    offsets = eviction_offsets([i.event_time for i in chain.inputs],
+                               [i.leaf_uids for i in chain.inputs], chain.conjuncts, tree)
+    if None in offsets:
+        return _UNBOUNDED
+    return tree, offsets
+
+
+_UNBOUNDED = ("an outer join's null-padded rows come out once the watermark shows a row can no "
+              "longer match, which needs watermarks and interval conditions bounding every "
+              "input's event time")
+
+
+def _full_outer_problem(chain: Chain, render: Render) -> str | None:
+    if chain.joined_above_full_outer:
+        return ("an inner join, a filter or a LEFT OUTER join applies above a FULL OUTER join; "
+                "only FULL OUTER joins may follow one")
+    for conjunct in chain.conjuncts:
+        if conjunct.outer_input in chain.full_outer and \
+                not null_when_any_column_is_null(conjunct.expression):
+            return (f"the FULL OUTER join of {chain.inputs[conjunct.outer_input].name} has a "
+                    "condition that can hold where a column it reads is null: "
+                    f"{render(conjunct.expression)}")
+    return None
+
+
+def _padded_side_problem(chain: Chain, render: Render) -> str | None:
+    for conjunct in chain.conjuncts:
+        if conjunct.outer_input is None and \
+                chain.inputs_of(conjunct.expression) & set(chain.outer_order):
+            return f"{render(conjunct.expression)} uses the null-padded side of an outer join"
+    return None
+
+
+def _inner_key_problem(chain: Chain, key: list[KeyClass], render: Render) -> str | None:
+    """Why the inner inputs do not share the key through the inner joins' conditions, if so."""
+    inner = [i for i in range(len(chain.inputs)) if i not in chain.outer_order]
+    if len(inner) < 2:
+        return None
+    inner_chain = Chain(inputs=[chain.inputs[i] for i in inner],
+                        conjuncts=[c for c in chain.conjuncts if c.outer_input is None])
+    spanning = [{member.sql() for _, member in key_class}
+                for key_class in key_classes(inner_chain)
+                if len({i for i, _ in key_class}) == len(inner)]
+    for members in key:
+        inner_members = {member.sql() for i, member in members if i in inner}
+        if not any(inner_members <= spanned for spanned in spanning):
+            return (f"the inner joins do not equate the key "
+                    f"({', '.join(render(m) for _, m in members)}) among the inner inputs "
+                    "themselves")
+    return None
+
+
+def _outer_key_problem(chain: Chain, outer: int, on_clause: list[exp.Expr],
+                       joined_before: list[int], key: list[KeyClass],
+                       render: Render) -> str | None:
+    """Why `outer`'s ON clause does not equate its key to an input joined before it, if so."""
+    for members in key:
+        def member_of(side: exp.Expr, inputs: set[int]) -> bool:
+            return any(i in inputs and member.sql() == side.sql() for i, member in members)
+        if not any(isinstance(c, exp.EQ) and (
+                (member_of(c.this, {outer}) and member_of(c.expression, set(joined_before))) or
+                (member_of(c.expression, {outer}) and member_of(c.this, set(joined_before))))
+                for c in on_clause):
+            return (f"the ON clause of {chain.inputs[outer].name} does not equate its key "
+                    f"({', '.join(render(m) for _, m in members)}) to that of an input joined "
+                    "before it")
+    return None
