@@ -21,6 +21,7 @@ from spark_multijoin._advisor._relations import (
     Definitions,
     StatementTrees,
     StreamingInputs,
+    defines_view,
     leaves,
     statement_trees,
 )
@@ -32,11 +33,13 @@ __all__ = ["SqlError", "StatementAdvice", "Verdict", "advise", "advise_sources"]
 
 @dataclass(frozen=True)
 class StatementAdvice:
-    """The verdicts on one statement's join trees (none: the statement joins nothing)."""
+    """The verdicts on one statement's join trees (none: the statement joins nothing, or defines
+    a view, whose joins are judged where a statement reads it, as Spark inlines it there)."""
 
     location: str
     statement: str
     verdicts: list[Verdict]
+    defines_view: bool = False
 
 
 def advise(sql: str, *, streaming: Iterable[str] | None = None, dialect: str = "spark",
@@ -78,6 +81,9 @@ def advise_sources(sources: Sequence[tuple[str, str]], *, streaming: Iterable[st
     policy = StreamingInputs(names, everything=streaming is None and not uses_stream)
     advice = []
     for statement in found:
+        if defines_view(statement):
+            advice.append(StatementAdvice(statement.location, _title(statement), [], True))
+            continue
         trees = statement_trees(statement, definitions, policy, schema, dialect)
         advice.append(StatementAdvice(statement.location, _title(statement),
                                       _verdicts(statement, trees, schema is not None)))
@@ -93,11 +99,10 @@ def _verdicts(statement: Statement, trees: StatementTrees, schema_given: bool) -
     settings, hint_warnings = _settings(statement.conf, trees)
     verdicts = []
     for tree in trees.trees:
+        optimized, notes = optimize(tree, shown)
         context = TreeContext(statement.location, _title(statement), settings, shown,
-                              schema_given, warnings=list(hint_warnings),
-                              unknowns=list(trees.problems))
-        context.notes.extend(optimize(tree, shown))
-        verdicts.append(verdict_of(tree, context))
+                              schema_given, notes, list(hint_warnings), list(trees.problems))
+        verdicts.append(verdict_of(optimized, context))
     return verdicts
 
 

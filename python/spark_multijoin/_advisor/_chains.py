@@ -193,14 +193,22 @@ def key_classes(chain: Chain) -> list[KeyClass]:
 
 
 def _guaranteed(chain: Chain) -> list[Conjunct]:
-    """The equalities an input guarantees itself (a filter of its own): they link classes too."""
-    found = []
-    for chain_input in chain.inputs:
-        tree = chain_input.tree
-        while isinstance(tree, Filtered):
-            found.extend(Conjunct(c, None) for c in tree.conjuncts if isinstance(c, exp.EQ))
-            tree = tree.child
-    return found
+    """The equalities each input guarantees itself (Spark's constraints of its plan: its
+    filters', and its inner joins'): they link classes too."""
+    return [Conjunct(c, None) for chain_input in chain.inputs
+            for c in _constraints(chain_input.tree) if isinstance(c, exp.EQ)]
+
+
+def _constraints(tree: Tree) -> list[exp.Expr]:
+    if isinstance(tree, Filtered):
+        return tree.conjuncts + _constraints(tree.child)
+    if not isinstance(tree, Join):
+        return []
+    if tree.kind in ("INNER", "LEFT SEMI"):
+        return tree.conjuncts + _constraints(tree.left) + _constraints(tree.right)
+    # An outer join guarantees what its preserved side does.
+    preserved = {"LEFT": [tree.left], "LEFT ANTI": [tree.left], "RIGHT": [tree.right]}
+    return [c for side in preserved.get(tree.kind, []) for c in _constraints(side)]
 
 
 def _input_of(chain: Chain, expression: exp.Expr) -> int | None:

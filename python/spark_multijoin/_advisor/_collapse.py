@@ -30,14 +30,21 @@ Render = Callable[[exp.Expr], str]
 
 @dataclass
 class MultiJoin:
-    """One multi-join: its inputs (indices into the chain; a second one of a split chain also
-    takes the first's output), its key, and per input the offset from the watermark at or below
-    which its rows are evicted (None: kept for good)."""
+    """One multi-join: its inputs (indices into the chain), its key, per input the offset from
+    the watermark at or below which its rows are evicted (None: kept for good), and the inputs of
+    the earlier multi-joins whose output it also takes (where max-tables splits a chain)."""
 
     inputs: list[int]
     key: list[KeyClass]
     offsets: list[int | None]
-    on_earlier: bool = False
+    earlier: list[int] = field(default_factory=list)
+
+    def key_members(self) -> list[KeyClass]:
+        """Per key column, the member each input is looked up by, as the rule takes it: the
+        first of the class over it (over any of theirs, for the output of earlier multi-joins)."""
+        takers = ([set(self.earlier)] if self.earlier else []) + [{i} for i in self.inputs]
+        return [[next(member for member in key_class if member[0] in taker) for taker in takers]
+                for key_class in self.key]
 
 
 @dataclass
@@ -133,8 +140,8 @@ def _split(chain: Chain, group: list[int], key: list[KeyClass], max_tables: int 
                                  f"by Spark's join: {MAX_TABLES_KEY} = {size} leaves it over.")
             continue
         offsets = _inner_offsets(chain, earlier, chunk)
-        outcome.multi_joins.append(MultiJoin(chunk, key, offsets, on_earlier=bool(earlier)))
-        outcome.warnings.extend(_unbounded_warnings(chain, chunk, offsets))
+        outcome.multi_joins.append(MultiJoin(chunk, key, offsets, earlier))
+        outcome.warnings.extend(_unbounded_warnings(chain, earlier, chunk, offsets))
         earlier = earlier + chunk
 
 
@@ -162,11 +169,14 @@ def _combined(inputs: list[ChainInput]) -> ChainInput:
                       frozenset(), True, times[0] if len(times) == 1 else None, None)
 
 
-def _unbounded_warnings(chain: Chain, chunk: list[int], offsets: list[int | None]) -> list[str]:
-    """Where some input of a multi-join has event times, its state is meant to be bounded:
-    which inputs no interval condition bounds (the rule's WARNING)."""
+def _unbounded_warnings(chain: Chain, earlier: list[int], chunk: list[int],
+                        offsets: list[int | None]) -> list[str]:
+    """Where some input of a multi-join has event times (the output of the earlier multi-joins
+    too), its state is meant to be bounded: which inputs no interval condition bounds (the
+    rule's WARNING)."""
     inputs = [chain.inputs[i] for i in chunk]
-    if not any(chain_input.event_time for chain_input in inputs):
+    taken = inputs + ([_combined([chain.inputs[i] for i in earlier])] if earlier else [])
+    if not any(chain_input.event_time for chain_input in taken):
         return []
     warnings = []
     for chain_input, offset in zip(inputs, offsets):

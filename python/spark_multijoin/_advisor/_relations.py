@@ -158,14 +158,22 @@ class Definitions:
             if not isinstance(created, exp.Create) or not isinstance(created.this, exp.Table):
                 continue
             name = created.this.name.lower()
-            properties = created.args.get("properties")
-            materialized = properties is not None and any(
-                isinstance(p, exp.MaterializedProperty) for p in properties.expressions)
-            if created.kind == "VIEW" and not materialized and created.expression is not None:
+            if defines_view(statement):
                 definitions.views[name] = statement
             elif created.kind != "FLOW":
                 definitions.tables.add(name)
         return definitions
+
+
+def defines_view(statement: Statement) -> bool:
+    """Whether `statement` defines a view (not a materialized one) by a query."""
+    created = statement.expression
+    if not isinstance(created, exp.Create) or created.kind != "VIEW" or \
+            created.expression is None:
+        return False
+    properties = created.args.get("properties")
+    return properties is None or not any(
+        isinstance(p, exp.MaterializedProperty) for p in properties.expressions)
 
 
 @dataclass

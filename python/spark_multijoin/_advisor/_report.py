@@ -27,6 +27,8 @@ def report(advice: list[StatementAdvice]) -> str:
 
 def _statement(advice: StatementAdvice) -> str:
     header = f"{advice.location}  {advice.statement}"
+    if advice.defines_view:
+        return f"{header}: a view, judged where a statement reads it"
     if not advice.verdicts:
         return f"{header}: no join"
     return "\n".join([header] + [_verdict(verdict) for verdict in advice.verdicts])

@@ -44,10 +44,11 @@ class Verdict:
     views, CTEs and subqueries in between inlined, as Spark inlines them.
 
     - `fused_groups`: the inputs of each multi-join that would be built, one list per multi-join
-      (where `multi-join.max-tables` splits a chain, a later one also takes the earlier one's
-      output); empty where every join stays Spark's.
-    - `keys`: per fused group, its key: one class of expressions made equal per key column (two
-      or more: a composite key).
+      (where `multi-join.max-tables` splits a chain, a later one first takes the output of the
+      one before, named `(multi-join n)`, n counting from 1); empty where every join stays
+      Spark's.
+    - `keys`: per fused group, its key: per key column (two or more: a composite key), the
+      expression each of its inputs is looked up by, which the conditions make equal.
     - `key_classes`: every class of expressions the chain's equalities make equal, directly or
       transitively.
     - `residual_conditions`: the conditions between inputs that are not key equalities.
@@ -168,10 +169,9 @@ class _Walk:
             statement=self._context.statement,
             inputs=[name_of(named) for named in named_inputs(root)],
             streaming=[name_of(named) for named in named_inputs(root) if is_streaming(named)],
-            fused_groups=[[chain.inputs[i].name for i in multi_join.inputs]
-                          for chain, multi_join in fused],
-            keys=[[[render(member) for i, member in key_class if i in multi_join.inputs]
-                   for key_class in multi_join.key] for _, multi_join in fused],
+            fused_groups=_groups(fused),
+            keys=[[[render(member) for _, member in key_class]
+                   for key_class in multi_join.key_members()] for _, multi_join in fused],
             key_classes=[[render(member) for _, member in key_class]
                          for key_class in (key_classes(chains[0]) if chains else [])],
             residual_conditions=_residuals(fused, render),
@@ -190,12 +190,22 @@ class _Walk:
         )
 
 
+def _groups(fused: list[tuple[Chain, MultiJoin]]) -> list[list[str]]:
+    """The inputs of each multi-join, by name; a later one of a split chain first takes the
+    output of the one before it, `(multi-join n)`."""
+    groups: list[list[str]] = []
+    for chain, multi_join in fused:
+        earlier = [f"(multi-join {len(groups)})"] if multi_join.earlier else []
+        groups.append(earlier + [chain.inputs[i].name for i in multi_join.inputs])
+    return groups
+
+
 def _residuals(fused: list[tuple[Chain, MultiJoin]], render: Callable[[exp.Expr], str]
                ) -> list[str]:
     """The conditions between two or more inputs of fused chains that no key implies."""
     found = []
     for chain, multi_join in fused:
-        if multi_join.on_earlier:
+        if multi_join.earlier:
             continue
         for conjunct in chain.conjuncts:
             expression = conjunct.expression
