@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -306,3 +307,152 @@ def mixed_key_chain(rng: random.Random, root: Path, n_on_key: int = 3):
         return joined
 
     return inputs, order, build
+
+
+
+SQL_INPUTS = 7  # inputs s<i> (streaming) and b<i> (static) a random SQL chain may read
+
+
+def sql_input_schema(i: int) -> str:
+    """Input i of a SQL chain: key k<i>, second key column g<i>, other key x<i>, value v<i>,
+    event time t<i>."""
+    return f"k{i} int, g{i} int, x{i} int, v{i} int, t{i} timestamp"
+
+
+@dataclass
+class SqlChain:
+    """A random SQL query joining inputs 0..n-1 (views s<i> read as `STREAM(s<i>)`, or static
+    views b<i>), with the confs it runs with: the MULTI_JOIN hint with the conf off where
+    `hinted`, and `max_tables`. `names` are the inputs' names in the query (alias or view)."""
+
+    sql: str
+    names: list[str]
+    hinted: bool
+    max_tables: int | None
+    subquery_inputs: list[str]  # the inputs `sub` joins, where it joins several
+
+    def owner(self, column: str) -> str:
+        """The name of the input a column (k3, t0, key3...) belongs to: its number says which."""
+        return self.names[int(re.search(r"\d+$", column).group())]
+
+    @staticmethod
+    def schema() -> dict[str, dict[str, str]]:
+        """The views' columns, as sqlglot takes a schema."""
+        return {f"{kind}{i}": dict(column.split() for column in sql_input_schema(i).split(", "))
+                for i in range(SQL_INPUTS) for kind in "sb"}
+
+
+@dataclass
+class _SqlInput:
+    index: int
+    streaming: bool
+    watermarked: bool
+    alias: str | None
+    on_other_key: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.alias or f"{'s' if self.streaming else 'b'}{self.index}"
+
+    def read(self) -> str:
+        alias = f" AS {self.alias}" if self.alias else ""
+        if not self.streaming:
+            return f"b{self.index}{alias}"
+        watermark = f" WATERMARK t{self.index} DELAY OF INTERVAL 70 SECONDS" \
+            if self.watermarked else ""
+        return f"STREAM(s{self.index}){watermark}{alias}"
+
+
+def random_sql_chain(rng: random.Random) -> SqlChain:
+    """A left-deep chain of 3 to 6 inputs, mostly inner joins, in outer chains also LEFT, RIGHT
+    and FULL OUTER ones; each input's key equated to an earlier input's (k, with g too for a
+    composite key), one streaming input maybe on another key (x), static inputs joined inner,
+    interval conditions between watermarked inputs, residual conditions, a WHERE that may make
+    an outer join inner, the last inputs maybe in a subquery `sub`, and maybe the MULTI_JOIN
+    hint (with the conf off) or max-tables."""
+    n = rng.randint(3, 6)
+    outer_chain = rng.random() < 0.4
+    inputs = []
+    for i in range(n):
+        streaming = i == 0 or rng.random() < (0.95 if outer_chain else 0.8)
+        watermarked = streaming and rng.random() < (0.85 if outer_chain else 0.3)
+        inputs.append(_SqlInput(i, streaming, watermarked, rng.choice([None, f"a{i}"])))
+    later = [i for i in range(1, n) if inputs[i].streaming]
+    if later and rng.random() < 0.25:
+        inputs[rng.choice(later)].on_other_key = True
+    split = rng.randrange(2, n) if n >= 4 and rng.random() < 0.25 else None
+    kinds = ["INNER"] + [rng.choice(["LEFT", "LEFT", "RIGHT", "FULL", "INNER"])
+                         if outer_chain and inputs[i].streaming and (split is None or i <= split)
+                         else "INNER" for i in range(1, n)]
+    conditions = _SqlConditions(rng, inputs, split, composite=rng.random() < 0.25)
+    where = ""
+    if rng.random() < 0.2:
+        target = rng.randrange(n)
+        column = f"{conditions.ref(target, None)}.v{target}"
+        where = rng.choice([f" WHERE {column} > 3", f" WHERE ({column} IS NULL OR {column} > 3)"])
+    hinted = rng.random() < 0.15
+    hint = f"/*+ MULTI_JOIN({', '.join(rng.sample([x.name for x in inputs], rng.randint(2, n)))})"\
+        " */ " if hinted else ""
+    names = [x.name for x in inputs]
+    if split == n - 1:
+        names[split] = "sub"  # a subquery of one input is that input, named by its alias
+    return SqlChain(f"SELECT {hint}* FROM {_sql_joins(inputs, kinds, conditions, split)}{where}",
+                    names, hinted, rng.choice([None, None, None, 3, 4]),
+                    names[split:] if split is not None and split < n - 1 else [])
+
+
+class _SqlConditions:
+    """The ON clause of each input of a random SQL chain (see `random_sql_chain`)."""
+
+    def __init__(self, rng: random.Random, inputs: list[_SqlInput], split: int | None,
+                 composite: bool) -> None:
+        self._rng = rng
+        self._inputs = inputs
+        self._split = split
+        self._composite = composite
+
+    def ref(self, j: int, joining: int | None) -> str:
+        """How the ON clause of input `joining` (None: the WHERE) names input j: by `sub` where
+        j is in the subquery and the clause is outside it."""
+        inside = self._split is not None and joining is not None and joining > self._split
+        if self._split is not None and j >= self._split and not inside:
+            return "sub"
+        return self._inputs[j].name
+
+    def __call__(self, i: int) -> str:
+        rng, inputs = self._rng, self._inputs
+        low = self._split if self._split is not None and i > self._split else 0
+        partner = rng.choice([p for p in range(low, i) if not inputs[p].on_other_key] or [low])
+        key = "x" if inputs[i].on_other_key or inputs[partner].on_other_key else "k"
+
+        def column(name: str, j: int) -> str:
+            return f"{self.ref(j, i)}.{name}{j}"
+
+        parts = [f"{column(key, partner)} = {column(key, i)}"]
+        if self._composite and key == "k":
+            parts.append(f"{column('g', partner)} = {column('g', i)}")
+        if inputs[i].watermarked and inputs[partner].watermarked and rng.random() < 0.85:
+            low_s, high_s = rng.choice([0, 30, 60]), rng.choice([30, 120])
+            parts.append(f"{column('t', i)} BETWEEN {column('t', partner)} - INTERVAL {low_s} "
+                         f"SECONDS AND {column('t', partner)} + INTERVAL {high_s} SECONDS")
+        if rng.random() < 0.2:
+            parts.append(f"{column('v', i)} <= {column('v', partner)} + 8")
+        return " AND ".join(parts)
+
+
+def _sql_joins(inputs: list[_SqlInput], kinds: list[str], conditions: _SqlConditions,
+               split: int | None) -> str:
+    """The FROM clause: inputs joined left-deep, those from `split` on in a subquery `sub` that
+    selects all their columns."""
+    end = split if split is not None else len(inputs)
+    body = inputs[0].read()
+    for i in range(1, end):
+        body += f" {kinds[i]} JOIN {inputs[i].read()} ON {conditions(i)}"
+    if split is None:
+        return body
+    columns = ", ".join(f"{inputs[j].name}.{c}{j}" for j in range(split, len(inputs))
+                        for c in "kgxvt")
+    inner = inputs[split].read() + "".join(
+        f" JOIN {inputs[j].read()} ON {conditions(j)}" for j in range(split + 1, len(inputs)))
+    return f"{body} {kinds[split]} JOIN (SELECT {columns} FROM {inner}) AS sub " \
+           f"ON {conditions(split)}"
