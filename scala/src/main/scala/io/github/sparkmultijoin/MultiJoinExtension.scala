@@ -42,7 +42,7 @@ class MultiJoinExtension extends (SparkSessionExtensions => Unit) {
 
     // Optimizer
     extensions.injectPreCBORule(_ => CollapseStreamingJoinChains)
-    extensions.injectPreCBORule(ValidateMultiJoinRestart)
+    extensions.injectPreCBORule(ValidateMultiJoinRestart(_))
 
     // Planner
     extensions.injectPlannerStrategy(MultiJoinStrategy)
