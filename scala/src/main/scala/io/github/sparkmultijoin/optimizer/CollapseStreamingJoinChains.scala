@@ -96,14 +96,7 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
           plan
         case None =>
           val nextOperatorId = Iterator.iterate(FirstOperatorId)(_ + 1)
-          // What the plan reads of a join's output, where a Project above it says (Spark's
-          // column pruning has put one above every join whose output is not all read).
-          val readOf = new java.util.IdentityHashMap[LogicalPlan, AttributeSet]()
-          plan.foreach {
-            case project @ Project(_, join: Join) =>
-              readOf.put(join, project.references)
-            case _ =>
-          }
+          val readOf = columnsRead(plan)
           plan.transformDown {
             case join: Join if isStreamingChainJoin(join) =>
               val read = Option(readOf.get(join)).getOrElse(join.outputSet)
@@ -120,6 +113,21 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
       }
     }
     (rewritten, notes.toSeq)
+  }
+
+  /**
+   * The columns the plan reads of each join's output, by the Project above it, by identity.
+   * Spark's column pruning, which runs before this rule, puts a Project above a join whose
+   * output is not all read; a join without one counts as having all its output read.
+   */
+  private def columnsRead(
+      plan: LogicalPlan): java.util.IdentityHashMap[LogicalPlan, AttributeSet] = {
+    val read = new java.util.IdentityHashMap[LogicalPlan, AttributeSet]()
+    plan.foreach {
+      case project @ Project(_, join: Join) => read.put(join, project.references)
+      case _ =>
+    }
+    read
   }
 
   private def unsupportedStateStore: Option[String] = {
