@@ -115,33 +115,23 @@ def test_new_checkpoint_takes_the_sessions_partitions(spark, tmp_path):
     assert _state_partitions(spark, tmp_path / "ckpt") == [3]
 
 
-def test_restart_with_max_tables_changed_names_the_setting(spark, tmp_path):
+@pytest.mark.parametrize("n_inputs, before, after", [(7, 4, 5), (5, 3, 4)])
+def test_restart_with_max_tables_changed_names_the_setting(spark, tmp_path, n_inputs, before,
+                                                           after):
     """A 7-way chain runs as two multi-joins at max-tables 4 (4 inputs, then 3) and at 5 (5, then
     2 and the first): the same operators, but the first now joins 5 inputs, whose state this
-    checkpoint does not have. The error says which setting changed."""
-    inputs = keyed_inputs(tmp_path / "inputs", 7, seed=6, n_batches=1)
+    checkpoint does not have. A 5-way chain is two multi-joins at 3 (3 inputs, then the first and
+    2 more) and, at 4, one multi-join and Spark's join of the input left over: other operators.
+    Either way the error says which setting changed."""
+    inputs = keyed_inputs(tmp_path / "inputs", n_inputs, seed=6, n_batches=1)
     run_to_parquet(spark, inputs, join_on_k, enabled=True, checkpoint=tmp_path / "ckpt",
-                   output=tmp_path / "out", max_tables=4)
-    for i in range(7):
+                   output=tmp_path / "out", max_tables=before)
+    for i in range(n_inputs):
         inputs.write_batch(i, 1, [{"k": 0, f"v{i}": 1}])
-    with pytest.raises(StreamingQueryException,
-                       match="Cannot change multi-join.max-tables from 4 to 5 between restarts"):
+    with pytest.raises(StreamingQueryException, match=f"Cannot change multi-join.max-tables "
+                                                      f"from {before} to {after} between restarts"):
         run_to_parquet(spark, inputs, join_on_k, enabled=True, checkpoint=tmp_path / "ckpt",
-                       output=tmp_path / "out", max_tables=5)
-
-
-def test_restart_with_max_tables_changing_the_operators_names_the_setting(spark, tmp_path):
-    """A 5-way chain is two multi-joins at max-tables 3 (3 inputs, then the first and 2 more)
-    and, at 4, one multi-join and Spark's join of the input left over."""
-    inputs = keyed_inputs(tmp_path / "inputs", 5, seed=8, n_batches=1)
-    run_to_parquet(spark, inputs, join_on_k, enabled=True, checkpoint=tmp_path / "ckpt",
-                   output=tmp_path / "out", max_tables=3)
-    for i in range(5):
-        inputs.write_batch(i, 1, [{"k": 0, f"v{i}": 1}])
-    with pytest.raises(StreamingQueryException,
-                       match="Cannot change multi-join.max-tables from 3 to 4 between restarts"):
-        run_to_parquet(spark, inputs, join_on_k, enabled=True, checkpoint=tmp_path / "ckpt",
-                       output=tmp_path / "out", max_tables=4)
+                       output=tmp_path / "out", max_tables=after)
 
 
 def test_checkpoint_without_the_layout_properties_restarts(spark, tmp_path):
