@@ -59,10 +59,13 @@ def test_restart_resumes_with_state(spark, tmp_path):
                           "storeTimes": False}
 
 
-@pytest.mark.parametrize("first, then", [(True, False), (False, True)])
-def test_restart_with_multi_join_toggled_is_refused(spark, tmp_path, first, then):
-    """The checkpoint's operator metadata names the operators: Spark refuses a changed plan
-    instead of running it without its state."""
+@pytest.mark.parametrize("first, then, error", [
+    (True, False, "Cannot change multi-join.enabled from true to false between restarts"),
+    (False, True, "holds the state of Spark's own joins, written while multi-join.enabled was "
+                  "false")])
+def test_restart_with_multi_join_toggled_names_the_setting(spark, tmp_path, first, then, error):
+    """Toggling the conf changes the query's stateful operators: the restart is refused, as
+    Spark refuses it, but naming the setting."""
     rng = random.Random(2)
     inputs = Inputs(tmp_path / "inputs", [f"k int, v{i} int" for i in range(3)])
     for i in range(3):
@@ -71,8 +74,7 @@ def test_restart_with_multi_join_toggled_is_refused(spark, tmp_path, first, then
                    output=tmp_path / "out")
     for i in range(3):
         inputs.write_batch(i, 1, [{"k": rng.randrange(3), f"v{i}": 1} for _ in range(4)])
-    with pytest.raises(StreamingQueryException,
-                       match="STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA"):
+    with pytest.raises(StreamingQueryException, match=error):
         run_to_parquet(spark, inputs, join_on_k, enabled=then, checkpoint=tmp_path / "ckpt",
                        output=tmp_path / "out")
 
@@ -113,19 +115,23 @@ def test_new_checkpoint_takes_the_sessions_partitions(spark, tmp_path):
     assert _state_partitions(spark, tmp_path / "ckpt") == [3]
 
 
-def test_restart_with_max_tables_changed_names_the_setting(spark, tmp_path):
+@pytest.mark.parametrize("n_inputs, before, after", [(7, 4, 5), (5, 3, 4)])
+def test_restart_with_max_tables_changed_names_the_setting(spark, tmp_path, n_inputs, before,
+                                                           after):
     """A 7-way chain runs as two multi-joins at max-tables 4 (4 inputs, then 3) and at 5 (5, then
     2 and the first): the same operators, but the first now joins 5 inputs, whose state this
-    checkpoint does not have. The error says which setting changed."""
-    inputs = keyed_inputs(tmp_path / "inputs", 7, seed=6, n_batches=1)
+    checkpoint does not have. A 5-way chain is two multi-joins at 3 (3 inputs, then the first and
+    2 more) and, at 4, one multi-join and Spark's join of the input left over: other operators.
+    Either way the error says which setting changed."""
+    inputs = keyed_inputs(tmp_path / "inputs", n_inputs, seed=6, n_batches=1)
     run_to_parquet(spark, inputs, join_on_k, enabled=True, checkpoint=tmp_path / "ckpt",
-                   output=tmp_path / "out", max_tables=4)
-    for i in range(7):
+                   output=tmp_path / "out", max_tables=before)
+    for i in range(n_inputs):
         inputs.write_batch(i, 1, [{"k": 0, f"v{i}": 1}])
-    with pytest.raises(StreamingQueryException,
-                       match="Cannot change multi-join.max-tables from 4 to 5 between restarts"):
+    with pytest.raises(StreamingQueryException, match=f"Cannot change multi-join.max-tables "
+                                                      f"from {before} to {after} between restarts"):
         run_to_parquet(spark, inputs, join_on_k, enabled=True, checkpoint=tmp_path / "ckpt",
-                       output=tmp_path / "out", max_tables=5)
+                       output=tmp_path / "out", max_tables=after)
 
 
 def test_checkpoint_without_the_layout_properties_restarts(spark, tmp_path):

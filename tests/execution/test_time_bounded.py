@@ -16,8 +16,8 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import functions as F
 
 from support.data import timestamp_value
-from support.generators import (FAR_FUTURE_SECONDS, add_late_rows, bounded_chain, random_bounds,
-                                timed_inputs)
+from support.generators import (DELAY, FAR_FUTURE_SECONDS, add_late_rows, bounded_chain,
+                                random_bounds, timed_inputs)
 from support.runs import (batch_rows, run_chain_and_multi, run_stream, start_reference,
                           start_stream)
 
@@ -118,3 +118,30 @@ def test_windowed_aggregation_after_the_join_sees_every_row(spark, tmp_path):
     far_windows = Counter(row for row in expected
                           if row[0] >= timestamp_value(FAR_FUTURE_SECONDS - 200))
     assert multi.rows == expected - far_windows
+
+
+def test_stream_on_another_column_joined_above_by_spark_sees_no_late_rows(spark, tmp_path):
+    """A star on t0: inputs 1 and 2 on k, input 3 between them on v. Inputs 0, 1 and 2 fuse;
+    Spark's join of input 3 above the multi-join checks its rows against the multi-join's output
+    watermark, which must keep every row the multi-join still emits from being late there. Each
+    time is dropped after its join, as Spark's chain needs."""
+    inputs = timed_inputs(tmp_path / "inputs", random.Random(501), 4, n_batches=5,
+                          rows_per_batch=10, n_keys=3)
+    bounds = {1: (0, 200), 3: (60, 60), 2: (0, 200)}
+
+    def build(frames):
+        frames = [frame.withWatermark(f"t{i}", DELAY) for i, frame in enumerate(frames)]
+        joined = frames[0]
+        for i in (1, 3, 2):
+            column = "v" if i == 3 else "k"
+            lo, hi = bounds[i]
+            within = F.expr(f"t{i} BETWEEN t0 - INTERVAL {lo} SECONDS AND "
+                            f"t0 + INTERVAL {hi} SECONDS")
+            on = (F.col(f"{column}0") == F.col(f"{column}{i}")) & within
+            joined = joined.join(frames[i], on).drop(f"t{i}")
+        return joined
+
+    multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
+    expected = batch_rows(spark, inputs, build)
+    assert expected and multi.rows == expected
+    assert multi.multi_join_count == 1 and multi.symmetric_join_count == 1, multi.plan

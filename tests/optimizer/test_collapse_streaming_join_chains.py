@@ -26,19 +26,22 @@ def test_a_chain_split_by_max_tables_gives_the_batch_answer(spark, tmp_path, max
     assert multi.rows == batch_rows(spark, inputs, join_on_k)
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_inputs_on_another_key_and_static_ones_anywhere_join_above_the_fused_ones(
-        spark, tmp_path, seed):
-    """Inner joins in a random order of three streaming inputs on k, a static input on k and a
-    streaming input on j: the three fuse wherever the others are, and the answer is Spark's
-    chain's and the batch query's."""
-    inputs, order, build = mixed_key_chain(random.Random(40 + seed), tmp_path / "inputs")
+@pytest.mark.parametrize("seed, n_on_j", [(0, 1), (1, 3), (2, 3)])
+def test_key_groups_and_static_inputs_anywhere_fuse_a_multi_join_per_group(
+        spark, tmp_path, seed, n_on_j):
+    """Inner joins in a random order of three streaming inputs and a static one on k, and
+    `n_on_j` streaming inputs on j: each group of three or more streaming inputs fuses wherever
+    its inputs are, and the answer is Spark's chain's and the batch query's."""
+    inputs, order, build = mixed_key_chain(random.Random(40 + seed), tmp_path / "inputs", n_on_j)
     chain, multi = run_chain_and_multi(spark, inputs, build, tmp_path, chain_in_one_trigger=True)
     expected = batch_rows(spark, inputs, build)
     assert expected, f"the data should join (order {order})"
     assert multi.rows == chain.rows == expected, f"order {order}"
-    assert multi.multi_join_count == 1 and multi.symmetric_join_count == 1, multi.plan
-    assert chain.symmetric_join_count == 3, chain.plan
+    groups = 1 + (n_on_j >= 3)
+    streaming_units = groups + (n_on_j if n_on_j < 3 else 0)
+    assert multi.multi_join_count == groups, multi.plan
+    assert multi.symmetric_join_count == streaming_units - 1, multi.plan
+    assert chain.symmetric_join_count == 2 + n_on_j, chain.plan
 
 
 def test_the_multi_join_hint_fuses_a_running_query_while_the_conf_is_off(spark, tmp_path):

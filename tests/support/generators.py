@@ -273,29 +273,26 @@ def random_outer_tree(rng: random.Random, n_inputs: int, n_full_outer: int = 0) 
                      key_partners, extra_bounds)
 
 
-def mixed_key_chain(rng: random.Random, root: Path, n_on_key: int = 3):
-    """Inputs k<i>, j<i>, v<i>, written: `n_on_key` streaming inputs and one static input joined
-    on k, one streaming input joined on j, inner-joined in a random order, each on an earlier
-    input of its key (the first on k, when only the j input is earlier, on j). Returns the
-    inputs, the static input's index and a builder that reads it as a table."""
-    n_inputs = n_on_key + 2
-    static, other_key = n_on_key, n_on_key + 1
-    inputs = Inputs(root, [f"k{i} int, j{i} int, v{i} int" for i in range(n_inputs)])
+def mixed_key_chain(rng: random.Random, root: Path, n_on_j: int):
+    """Inputs k<i>, j<i>, w<i>, v<i>, written: three streaming inputs and one static input on k,
+    then `n_on_j` streaming inputs on j, inner-joined in a random order. Each input joins an
+    earlier input of its key; the first of a key joins any earlier input on w, which links the
+    key groups without merging them. Returns the inputs, the join order and a builder that reads
+    the static input (index 3) as a table."""
+    static, n_inputs = 3, 4 + n_on_j
+    key = ["k"] * 4 + ["j"] * n_on_j
+    inputs = Inputs(root, [f"k{i} int, j{i} int, w{i} int, v{i} int" for i in range(n_inputs)])
     for i in range(n_inputs):
         inputs.batches.append([[{f"k{i}": rng.randrange(4), f"j{i}": rng.randrange(4),
-                                 f"v{i}": rng.randrange(10)} for _ in range(5)]
-                               for _ in range(3)])
+                                 f"w{i}": rng.randrange(3), f"v{i}": rng.randrange(10)}
+                                for _ in range(5)] for _ in range(3)])
     inputs.write()
     order = rng.sample(range(n_inputs), n_inputs)
     conditions = {}
     for place, i in enumerate(order[1:], start=1):
-        on_key = [p for p in order[:place] if p != other_key]
-        if i != other_key and on_key:
-            p = rng.choice(on_key)
-            conditions[i] = F.col(f"k{p}") == F.col(f"k{i}")
-        else:
-            p = rng.choice(order[:place])
-            conditions[i] = F.col(f"j{p}") == F.col(f"j{i}")
+        same_key = [p for p in order[:place] if key[p] == key[i]]
+        column, p = (key[i], rng.choice(same_key)) if same_key else ("w", rng.choice(order[:place]))
+        conditions[i] = F.col(f"{column}{p}") == F.col(f"{column}{i}")
 
     def build(frames: list[DataFrame]) -> DataFrame:
         spark = frames[0].sparkSession

@@ -1,6 +1,6 @@
 package io.github.sparkmultijoin
 
-import io.github.sparkmultijoin.optimizer.{CollapseStreamingJoinChains, ResolveMultiJoinHint}
+import io.github.sparkmultijoin.optimizer.{CollapseStreamingJoinChains, ResolveMultiJoinHint, ValidateMultiJoinRestart}
 import io.github.sparkmultijoin.planning.MultiJoinStrategy
 
 import org.apache.spark.sql.SparkSessionExtensions
@@ -24,9 +24,12 @@ import org.apache.spark.sql.multijoin.MultiJoinConf
  * Order: the analyzer rule takes the MULTI_JOIN hint while its names still mean something (Spark
  * drops unknown hints after resolution, and the optimizer drops the aliases that carry the
  * names), and is bound anew to the columns under those names before every optimization, as a
- * streaming query's inputs get new columns every micro-batch. The optimizer rule runs once, after Spark's operator optimizations (pre-CBO), so that
- * it sees joins with filters and projections already pushed down and never sees its own output
- * again. The planner strategy plans the resulting MultiJoin; it cannot plan streaming joins
+ * streaming query's inputs get new columns every micro-batch. The optimizer rule runs once,
+ * after Spark's operator optimizations (pre-CBO), so that it sees joins with filters and
+ * projections already pushed down and never sees its own output again; the restart check right
+ * after it compares the multi-joins it planned with the checkpoint's, before Spark's own check
+ * of the stateful operators (at physical planning) refuses a changed plan without naming the
+ * setting that changed it. The planner strategy plans the resulting MultiJoin; it cannot plan streaming joins
  * themselves, because Spark's streaming strategies run before extension strategies.
  */
 class MultiJoinExtension extends (SparkSessionExtensions => Unit) {
@@ -39,6 +42,7 @@ class MultiJoinExtension extends (SparkSessionExtensions => Unit) {
 
     // Optimizer
     extensions.injectPreCBORule(_ => CollapseStreamingJoinChains)
+    extensions.injectPreCBORule(ValidateMultiJoinRestart(_))
 
     // Planner
     extensions.injectPlannerStrategy(MultiJoinStrategy)

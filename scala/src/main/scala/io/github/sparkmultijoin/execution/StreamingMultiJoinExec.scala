@@ -7,6 +7,7 @@ import scala.util.control.NonFatal
 import io.github.sparkmultijoin.analysis.{Conjunct, EventTimeBounds, JoinTree}
 import io.github.sparkmultijoin.execution.StreamingMultiJoinHelper.onExhaustion
 import io.github.sparkmultijoin.execution.state.MultiJoinStateManager
+import io.github.sparkmultijoin.logical.MultiJoin
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
@@ -61,7 +62,7 @@ case class StreamingMultiJoinExec(
 
   override def nodeName: String = "StreamingMultiJoin"
 
-  override def shortName: String = "multiJoin"
+  override def shortName: String = MultiJoin.OperatorName
 
   override def output: Seq[Attribute] = children.zipWithIndex.flatMap {
     case (child, input) if tree.isNullable(input) => child.output.map(_.withNullability(true))

@@ -52,3 +52,9 @@ case class MultiJoin(
   override protected def withNewChildrenInternal(
       newChildren: IndexedSeq[LogicalPlan]): MultiJoin = copy(children = newChildren)
 }
+
+object MultiJoin {
+
+  /** The name its operator has in a checkpoint's operator metadata (Spark's `shortName`). */
+  val OperatorName = "multiJoin"
+}

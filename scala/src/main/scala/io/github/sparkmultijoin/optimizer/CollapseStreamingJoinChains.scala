@@ -10,10 +10,11 @@ import io.github.sparkmultijoin.logical.{MultiJoin, MultiJoinHint}
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeSet, EqualTo, ExprId, Expression, Literal, NamedExpression}
 import org.apache.spark.sql.catalyst.plans.{FullOuter, Inner, LeftOuter, RightOuter}
-import org.apache.spark.sql.catalyst.plans.logical.{Filter, Join, JoinHint, LogicalPlan, Project}
+import org.apache.spark.sql.catalyst.plans.logical.{EventTimeWatermark, Filter, Join, JoinHint, LogicalPlan, Project}
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.util.UnsafeRowUtils
 import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
+import org.apache.spark.sql.types.DataType
 
 /**
  * Rewrites a chain of streaming joins on one shared key into one [[MultiJoin]].
@@ -28,10 +29,11 @@ import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
  * equi-join conditions put three or more streaming inputs on one key: a class of expressions
  * made equal, directly or transitively, with a member over each (several such classes make a
  * composite key). With outer joins, every input must be streaming and on the key. With inner
- * joins only, which commute and associate, the streaming inputs of the class that has members
- * over the most of them fuse, and the other inputs (static ones first, then those on other
- * keys) are joined above the multi-join by Spark's own joins. Inner conjuncts not implied by that
- * key stay with the multi-join as its condition; each outer input keeps its whole ON clause.
+ * joins only, which commute and associate, the streaming inputs are grouped by key: one
+ * multi-join per group of three or more, the largest first, and the other inputs (static ones
+ * first, then the other groups and the streaming inputs left) are joined to it by Spark's own
+ * joins. Inner conjuncts not implied by a group's key stay with its multi-join as its
+ * condition; each outer input keeps its whole ON clause.
  * With outer joins, the inputs form a [[JoinTree]] ([[outerJoinTree]] says when one can run
  * them). Projects between the joins are folded in (their aliases are substituted into the
  * conditions and recomputed on top), so the rewritten plan has exactly the output attributes of
@@ -39,9 +41,10 @@ import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
  *
  * Anything else stays as Spark planned it and the reason is logged once: the extension is
  * disabled, an input is static, a join is of another type, there is no common key, the key's
- * type cannot be compared by its bytes, an outer chain breaks a rule of the tree, or the state
- * store cannot hold the state. Where the inputs have event times, an input that no interval
- * condition bounds is warned of. Batch plans are never touched.
+ * type cannot be compared by its bytes, an outer chain breaks a rule of the tree, one of Spark's
+ * stream-stream joins above a multi-join would see more than one event-time column, or the
+ * state store cannot hold the state. Where the inputs have event times, an input that no
+ * interval condition bounds is warned of. Batch plans are never touched.
  *
  * It runs once, after Spark's operator optimizations (as a pre-CBO rule), so the joins it sees
  * have their filters and projections pushed down (and outer joins whose nulls a later
@@ -93,9 +96,11 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
           plan
         case None =>
           val nextOperatorId = Iterator.iterate(FirstOperatorId)(_ + 1)
+          val readOf = columnsRead(plan)
           plan.transformDown {
             case join: Join if isStreamingChainJoin(join) =>
-              collapse(join, nextOperatorId, notes, named) match {
+              val read = Option(readOf.get(join)).getOrElse(join.outputSet)
+              collapse(join, read, nextOperatorId, notes, named) match {
                 case Right(collapsed) => collapsed
                 case Left(reason) => notes += Note(reason); join
               }
@@ -108,6 +113,21 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
       }
     }
     (rewritten, notes.toSeq)
+  }
+
+  /**
+   * The columns the plan reads of each join's output, by the Project above it, by identity.
+   * Spark's column pruning, which runs before this rule, puts a Project above a join whose
+   * output is not all read; a join without one counts as having all its output read.
+   */
+  private def columnsRead(
+      plan: LogicalPlan): java.util.IdentityHashMap[LogicalPlan, AttributeSet] = {
+    val read = new java.util.IdentityHashMap[LogicalPlan, AttributeSet]()
+    plan.foreach {
+      case project @ Project(_, join: Join) => read.put(join, project.references)
+      case _ =>
+    }
+    read
   }
 
   private def unsupportedStateStore: Option[String] = {
@@ -221,9 +241,13 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
       chain.addInnerInput(input)
   }
 
-  /** `join` collapsed with the chain below it, or why it stays as Spark planned it. */
+  /**
+   * `join` collapsed with the chain below it, or why it stays as Spark planned it. `read` are
+   * the columns of its output the plan above it reads.
+   */
   private def collapse(
       join: Join,
+      read: AttributeSet,
       nextOperatorId: Iterator[Long],
       notes: mutable.Buffer[Note],
       named: Option[Seq[Set[ExprId]]]): Either[String, LogicalPlan] = {
@@ -236,51 +260,51 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
     val conjuncts = chain.conjuncts.map(c => c.copy(expression = chain.inline(c.expression))).toSeq
     val groupSize = MultiJoinConf.maxTables(conf).getOrElse(chain.inputs.length)
     for {
-      groupAndKey <- fusedGroup(chain, conjuncts, named)
-      (group, keyClasses) = groupAndKey
-      tree <- joinTree(chain, group, conjuncts, keyClasses, groupSize)
+      groups <- keyGroups(chain, conjuncts, named)
+      tree <- joinTree(chain, groups.head.inputs, conjuncts, groups.head.keyClasses, groupSize)
+      joined <- joinedGroups(read, chain, groups, conjuncts, tree, groupSize, nextOperatorId)
     } yield {
-      val inputs = chain.inputs.toSeq
-      val collapsed =
-        fused(group.map(inputs), conjuncts, keyClasses, tree, groupSize, nextOperatorId)
-      // The other inputs join above it by Spark's joins: the static ones first, as they keep
-      // no state and may drop rows before a stateful join stores them.
-      val others = inputs.indices.filterNot(group.contains).sortBy(inputs(_).isStreaming)
-      val (joined, leftOver) = others.map(inputs).foldLeft(collapsed) {
-        case ((below, pending), input) => binaryJoin(below, input, pending)
-      }
-      assert(leftOver.isEmpty, s"conditions not placed in any join: $leftOver")
       notes ++= unboundedInputWarnings(joined)
-      notes += Note(s"Collapsed a chain of ${inputs.length} joins into one multi-join of " +
-        s"${group.length} streaming inputs on ${keyClasses.length} key column(s): " +
-        s"${group.map(i => describe(inputs(i))).mkString(", ")}" + othersNote(inputs, others) +
-        named.map(_ => s" (by the ${ResolveMultiJoinHint.HintName} hint)").getOrElse(""))
+      notes += collapsedNote(chain.inputs.toSeq, groups, named)
       withOutputOf(join, joined, chain)
     }
   }
 
-  private def othersNote(inputs: Seq[LogicalPlan], others: Seq[Int]): String =
-    if (others.isEmpty) ""
-    else {
-      val why = others.map { input =>
-        val reason = if (inputs(input).isStreaming) "does not share the key" else "is static"
-        s"${describe(inputs(input))} $reason"
-      }
-      s". Joined to it by Spark's joins: ${why.mkString(", ")}."
+  /** Streaming inputs of a chain (by index) one multi-join takes, and the classes of its key. */
+  private case class KeyGroup(inputs: Seq[Int], keyClasses: Seq[EquivalentKeys.KeyClass])
+
+  private def collapsedNote(
+      inputs: Seq[LogicalPlan],
+      groups: Seq[KeyGroup],
+      named: Option[Seq[Set[ExprId]]]): Note = {
+    val fused = groups.map { group =>
+      s"${group.inputs.map(i => describe(inputs(i))).mkString(", ")} on " +
+        s"${group.keyClasses.length} key column(s)"
     }
+    val others = inputs.indices.filterNot(groups.flatMap(_.inputs).contains).map { input =>
+      val reason =
+        if (inputs(input).isStreaming) "does not share the key of three or more streaming inputs"
+        else "is static"
+      s"${describe(inputs(input))} $reason"
+    }
+    Note(s"Collapsed a chain of ${inputs.length} joins into ${groups.length} multi-join(s) of " +
+      s"streaming inputs: ${fused.mkString("; ")}" +
+      (if (others.isEmpty) "" else s". Joined by Spark's joins: ${others.mkString(", ")}.") +
+      named.map(_ => s" (by the ${ResolveMultiJoinHint.HintName} hint)").getOrElse(""))
+  }
 
   /**
-   * The streaming inputs one multi-join takes, with the classes of its key, or why none. With
-   * outer joins, every input (all streaming) and a key spanning them all. With inner joins only,
-   * which commute and associate, the streaming inputs sharing the key class that has members
-   * over the most of them, at least three; the others join above it. Only the inputs the
+   * The key groups of a chain, the first to be joined as its [[JoinTree]], or why there is none.
+   * With outer joins, one group of every input (all streaming) on a key spanning them all. With
+   * inner joins only, which commute and associate, the streaming inputs sharing the key class
+   * that has members over the most of them, at least three; then, from the streaming inputs
+   * left, the next such group, and so on; the other inputs join above them. Only the inputs the
    * MULTI_JOIN hint `named`, where that is what enables the rule.
    */
-  private def fusedGroup(
+  private def keyGroups(
       chain: Chain,
       conjuncts: Seq[Conjunct],
-      named: Option[Seq[Set[ExprId]]])
-      : Either[String, (Seq[Int], Seq[EquivalentKeys.KeyClass])] = {
+      named: Option[Seq[Set[ExprId]]]): Either[String, Seq[KeyGroup]] = {
     val inputs = chain.inputs.toSeq
     lazy val names = inputs.map(describe).mkString(", ")
     val isNamed = (input: Int) =>
@@ -301,24 +325,131 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
         s"Spark planned it ($names).")
     }
     val classes = EquivalentKeys.all(inputs, conjuncts.map(_.expression))
-    def members(keyClass: EquivalentKeys.KeyClass) = keyClass.map(_._1).toSet.intersect(
-      if (chain.outerOrder.isEmpty) streaming.toSet else inputs.indices.toSet)
-    val group = classes.map(members).maxByOption(_.size).getOrElse(Set.empty[Int])
-    if (group.size < 3 || (chain.outerOrder.nonEmpty && group.size < inputs.length)) {
+    val first = largestGroup(classes, streaming.toSet)
+    if (first.inputs.length < 3 ||
+      (chain.outerOrder.nonEmpty && first.inputs.length < inputs.length)) {
       return Left(s"A chain of ${inputs.length} streaming joins stays as Spark planned it: no " +
         s"common key, the equi-join conditions do not make one key equal across three or more " +
         s"streaming inputs ($names). Conditions: " +
         conjuncts.map(_.expression.sql).mkString(" AND "))
     }
+    unstableKeyType(first).foreach { dataType =>
+      return Left(s"A chain of ${inputs.length} streaming joins stays as Spark planned it: " +
+        s"its key type ${dataType.sql} cannot be compared by its bytes ($names).")
+    }
+    Right(first +: moreKeyGroups(classes, streaming.toSet -- first.inputs))
+  }
+
+  /** The inputs of `candidates` in the key class with members over the most of them. */
+  private def largestGroup(
+      classes: Seq[EquivalentKeys.KeyClass],
+      candidates: Set[Int]): KeyGroup = {
+    val group = classes.map(_.map(_._1).toSet.intersect(candidates)).maxByOption(_.size)
+      .getOrElse(Set.empty[Int])
     val keyClasses = classes.filter(keyClass => group.subsetOf(keyClass.map(_._1).toSet))
       .map(_.filter { case (input, _) => group(input) })
-    keyClasses.map(_.head._2.dataType).find(!UnsafeRowUtils.isBinaryStable(_)).foreach {
-      dataType =>
-        return Left(s"A chain of ${inputs.length} streaming joins stays as Spark planned it: " +
-          s"its key type ${dataType.sql} cannot be compared by its bytes ($names).")
-    }
-    Right((group.toSeq.sorted, keyClasses))
+    KeyGroup(group.toSeq.sorted, keyClasses)
   }
+
+  /** The groups of three or more of the streaming inputs `left` on a key, largest first. */
+  private def moreKeyGroups(
+      classes: Seq[EquivalentKeys.KeyClass],
+      left: Set[Int]): Seq[KeyGroup] = {
+    val group = largestGroup(classes, left)
+    if (group.inputs.length < 3 || unstableKeyType(group).isDefined) Nil
+    else group +: moreKeyGroups(classes, left -- group.inputs)
+  }
+
+  private def unstableKeyType(group: KeyGroup): Option[DataType] =
+    group.keyClasses.map(_.head._2.dataType).find(!UnsafeRowUtils.isBinaryStable(_))
+
+  /**
+   * The groups' multi-joins with the chain's other inputs joined to them by Spark's joins, or why
+   * Spark's joins could not run them: the first group's multi-join at the bottom, then the static
+   * inputs (they keep no state and may drop rows before a stateful join stores them), then the
+   * other groups' multi-joins and the streaming inputs left, each as soon as a condition links it
+   * to what is below it.
+   */
+  private def joinedGroups(
+      read: AttributeSet,
+      chain: Chain,
+      groups: Seq[KeyGroup],
+      conjuncts: Seq[Conjunct],
+      tree: JoinTree,
+      groupSize: Int,
+      nextOperatorId: Iterator[Long]): Either[String, LogicalPlan] = {
+    val inputs = chain.inputs.toSeq
+    val (first, afterFirst) = fused(groups.head.inputs.map(inputs), conjuncts,
+      groups.head.keyClasses, tree, groupSize, nextOperatorId)
+    val (others, pending) = groups.tail.foldLeft((Seq.empty[LogicalPlan], afterFirst)) {
+      case ((plans, pending), group) =>
+        val (plan, rest) = fused(group.inputs.map(inputs), pending, group.keyClasses,
+          JoinTree.inner(groupSize min group.inputs.length), groupSize, nextOperatorId)
+        (plans :+ plan, rest)
+    }
+    val (static, streaming) = inputs.indices.filterNot(groups.flatMap(_.inputs).contains)
+      .map(inputs).partition(!_.isStreaming)
+    val neededAbove = AttributeSet(read.toSeq.flatMap { attribute =>
+      chain.aliases.get(attribute.exprId).map(_.references.toSeq).getOrElse(Seq(attribute))
+    })
+    joinedAbove(first, static ++ others ++ streaming, pending, neededAbove)
+  }
+
+  /**
+   * `below` and `parts` joined by Spark's inner joins, each part as soon as a conjunct of
+   * `pending` links it to what is below it, or why Spark's joins could not run them.
+   * `neededAbove` are the columns the plan above the chain reads.
+   */
+  @scala.annotation.tailrec
+  private def joinedAbove(
+      below: LogicalPlan,
+      parts: Seq[LogicalPlan],
+      pending: Seq[Conjunct],
+      neededAbove: AttributeSet): Either[String, LogicalPlan] =
+    parts.find(linked(below, _, pending)).orElse(parts.headOption) match {
+      case None =>
+        assert(pending.isEmpty, s"conditions not placed in any join: $pending")
+        Right(below)
+      case Some(next) =>
+        val needed = neededAbove ++ AttributeSet(pending.flatMap(_.expression.references))
+        eventTimeProblem(below, next, needed) match {
+          case Some(problem) => Left(problem)
+          case None =>
+            val (joined, rest) = binaryJoin(below, next, pending)
+            joinedAbove(joined, parts.filterNot(_ eq next), rest, neededAbove)
+        }
+    }
+
+  private def linked(below: LogicalPlan, part: LogicalPlan, pending: Seq[Conjunct]): Boolean =
+    pending.exists { conjunct =>
+      val references = conjunct.expression.references
+      references.subsetOf(below.outputSet ++ part.outputSet) &&
+      references.intersect(below.outputSet).nonEmpty &&
+      references.intersect(part.outputSet).nonEmpty
+    }
+
+  /**
+   * Why Spark's stream-stream join of `below` and `next` could not run, if so: a side of it
+   * would carry more than one event-time column that it or the plan above it reads (`needed`;
+   * Spark prunes the others), and Spark's stateful operators take one
+   * (MULTIPLE_EVENT_TIME_COLUMNS). Spark's chain then fails too, unless its joins saw the
+   * columns in another order; it is left to try.
+   */
+  private def eventTimeProblem(
+      below: LogicalPlan,
+      next: LogicalPlan,
+      needed: AttributeSet): Option[String] =
+    if (!below.isStreaming || !next.isStreaming) None
+    else {
+      Seq(below, next).map(_.output.filter { column =>
+        column.metadata.contains(EventTimeWatermark.delayKey) && needed.contains(column)
+      }).find(_.length > 1).map { columns =>
+        s"A chain of streaming joins stays as Spark planned it: its inputs outside a " +
+          s"multi-join are joined by Spark's stream-stream join, which would see the event-time " +
+          s"columns ${columns.map(_.name).mkString(", ")} on one side and takes only one. Drop " +
+          s"all but one of them before ${describe(next)} is joined, or join it on the key."
+      }
+    }
 
   /** How the group's inputs are joined, or why one multi-join cannot run them. */
   private def joinTree(
@@ -550,16 +681,13 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
    * Where some inputs have event times, the state is meant to be bounded: say which inputs no
    * interval condition bounds, as their rows then stay in state for good.
    */
-  private def unboundedInputWarnings(collapsed: LogicalPlan): Seq[Note] = collapsed match {
-    case multiJoin: MultiJoin => unboundedInputWarnings(multiJoin)
-    case Join(below, _, _, _, _) => unboundedInputWarnings(below) // a left-over input's join
-    case _ => Nil
-  }
+  private def unboundedInputWarnings(collapsed: LogicalPlan): Seq[Note] =
+    collapsed.collect { case multiJoin: MultiJoin => unboundedInputWarnings(multiJoin) }.flatten
 
   private def unboundedInputWarnings(multiJoin: MultiJoin): Seq[Note] = {
     val outputs = multiJoin.children.map(_.output)
     val times = EventTimeBounds.eventTimeColumns(outputs)
-    val own = if (times.exists(_.isDefined)) {
+    if (times.exists(_.isDefined)) {
       val conjuncts = Conjunct.all(multiJoin.condition, multiJoin.outerConditions)
       EventTimeBounds.evictionOffsets(outputs, conjuncts, multiJoin.tree)
         .zip(multiJoin.children)
@@ -574,8 +702,6 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
     } else {
       Nil
     }
-    own ++ multiJoin.children.collect { case below: MultiJoin => unboundedInputWarnings(below) }
-      .flatten
   }
 
   private def describe(input: LogicalPlan): String =

@@ -172,6 +172,48 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
           note.contains("[k9, v9] is static")), notes(frame))
   }
 
+  test("each group of three or more streaming inputs on a key fuses into a multi-join of its own") {
+    // Input i: columns k<i>, v<i>, w<i>. a, b, c on k and d, e, f on v, interleaved, a static
+    // input between them, and a and d linked on w.
+    val Seq(a, b, c, d, e, f) = (0 until 6).map(i =>
+      stream[(Int, Int, Int)](s"k$i", s"v$i", s"w$i"))
+    val static = Seq((1, 1)).toDF("k9", "v9")
+    def onValues(j: Int, p: Int) = col(s"v$p") === col(s"v$j")
+    val frame = d.join(a, col("w3") === col("w0")).join(e, onValues(4, 3)).join(b, onKeys(1, 0))
+      .join(static, col("k9") === col("k1")).join(f, onValues(5, 4)).join(c, onKeys(2, 0))
+    val plan = optimized(frame, enabled = true)
+    val groups = plan.collect { case multiJoin: MultiJoin => multiJoin }
+    assert(groups.map(_.children.map(_.output.head.name)).toSet ==
+      Set(Seq("k0", "k1", "k2"), Seq("k3", "k4", "k5")))
+    assert(groups.map(_.operatorId).distinct.length == 2)
+    // Spark's joins above the first multi-join: the other one (linked to it on w), then the
+    // static input (linked to the other one's k1).
+    val joins = plan.collect { case join: Join => join }
+    assert(joins.length == 2 && joins.forall(_.joinType == Inner), plan)
+    assert(joins.last.right.isInstanceOf[MultiJoin] &&
+        joins.head.right.output.map(_.name) == Seq("k9", "v9"), plan)
+    def described(plan: LogicalPlan) = plan.output.map(a => (a.exprId, a.name, a.dataType))
+    assert(described(plan) == described(optimized(frame, enabled = false)))
+    assert(notes(frame).exists(_.contains("into 2 multi-join(s)")), notes(frame))
+  }
+
+  test("a stream joined above a multi-join by Spark's join sees one event time, or no fusion") {
+    val Seq(a, b, c, d) = timed(4)
+    val onValue = col("v3") === col("v0")
+    // d, on another column, sits between b and c: the chain of a, b and c fuses, and d is
+    // joined above it by Spark's stream-stream join, which takes one event-time column a side.
+    def frame(keepTimes: Boolean) = {
+      def dropped(frame: DataFrame, column: String) =
+        if (keepTimes) frame else frame.drop(column)
+      val ab = dropped(a.join(b, onKeys(1, 0) && within(1, 0, 5)), "t1")
+      val abd = dropped(ab.join(d, onValue && within(3, 0, 5)), "t3")
+      dropped(abd.join(c, onKeys(2, 0) && within(2, 0, 5)), "t2")
+    }
+    assert(multiJoins(frame(keepTimes = false)).map(_.children.length) == Seq(3),
+      notes(frame(keepTimes = false)))
+    assertKeptAsPlanned(frame(keepTimes = true), "would see the event-time columns t0, t1, t2")
+  }
+
   test("an outer join a multi-join cannot run stays binary, and the chain below collapses") {
     val Seq(a, b, c, d) = keyed(4)
     val frame = chain(Seq(a, b, c)).join(d, onKeys(3, 0), "left_outer")

@@ -5,6 +5,7 @@ import java.util.UUID
 import scala.util.Try
 
 import io.github.sparkmultijoin.execution.OperatorProperties
+import io.github.sparkmultijoin.logical.MultiJoin
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
@@ -38,8 +39,6 @@ object MultiJoinStateReader {
 
   val BatchIdColumn = "batch_id"
   val PartitionIdColumn = "partition_id"
-
-  private val OperatorName = "multiJoin"
 
   /**
    * The rows of `input` (its position in the multi-join) stored after micro-batch `batchId`
@@ -112,7 +111,7 @@ object MultiJoinStateReader {
     val operators = statefulOperators(new Path(checkpoint, "state"), batch, hadoopConf)
     val multiJoins = operators.collect {
       case (id, Some(metadata: OperatorStateMetadataV2))
-          if metadata.operatorInfo.operatorName == OperatorName => id -> metadata
+          if metadata.operatorInfo.operatorName == MultiJoin.OperatorName => id -> metadata
     }
     def found = if (operators.isEmpty) "it has no stateful operator"
     else "its stateful " +
@@ -134,7 +133,11 @@ object MultiJoinStateReader {
   }
 
   /** Each stateful operator's id and its metadata as of `batch`, where it can be read. */
-  private def statefulOperators(
+  /**
+   * Every stateful operator of the checkpoint whose state is at `stateLocation`, by id, with its
+   * metadata as of `batch` where it can be read.
+   */
+  def statefulOperators(
       stateLocation: Path,
       batch: Long,
       hadoopConf: Configuration): Seq[(Long, Option[OperatorStateMetadata])] = {

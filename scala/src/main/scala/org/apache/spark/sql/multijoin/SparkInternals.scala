@@ -121,6 +121,18 @@ object SparkInternals {
       execution <- Option(query.lastExecution)
     } yield execution.offsetSeqMetadata.batchTimestampMs
 
+  /**
+   * Where the query running on this thread keeps its state, and the micro-batch before the one
+   * being planned, on the first micro-batch of a restart (when Spark checks the plan's stateful
+   * operators against the checkpoint's); None otherwise.
+   */
+  def restartedState(session: SparkSession): Option[(Path, Long)] =
+    for {
+      query <- runningQuery(session)
+      execution <- Option(query.lastExecution)
+      if execution.isFirstBatch && execution.currentBatchId > 0
+    } yield (new Path(execution.checkpointLocation), execution.currentBatchId - 1)
+
   // Reading a checkpoint offline (MultiJoinStateReader), as Spark's state data source does.
 
   def newHadoopConf(session: SparkSession): Configuration =
