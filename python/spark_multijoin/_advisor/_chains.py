@@ -79,6 +79,8 @@ class Chain:
     full_outer: list[int] = field(default_factory=list)
     conjuncts: list[Conjunct] = field(default_factory=list)
     joined_above_full_outer: bool = False
+    # Whether a projection inside the chain renames or computes a column.
+    aliased: bool = False
 
     def add_input(self, tree: Tree) -> int:
         self.inputs.append(ChainInput.of(tree))
@@ -149,6 +151,7 @@ def flatten(tree: Tree, chain: Chain) -> None:
     elif isinstance(tree, Filtered) and continues_chain(tree):
         flatten(tree.child, chain)
         chain.add_conjuncts(tree.conjuncts)
+        chain.aliased |= tree.renames
     else:
         chain.add_inner_input(tree)
 

@@ -22,8 +22,13 @@ from spark_multijoin._advisor._chains import (
     flatten,
     key_classes,
 )
-from spark_multijoin._advisor._expressions import null_when_any_column_is_null
-from spark_multijoin._advisor._relations import Join
+from spark_multijoin._advisor._expressions import (
+    Column,
+    columns,
+    leaves_read,
+    null_when_any_column_is_null,
+)
+from spark_multijoin._advisor._relations import Fused, Join, Tree, is_streaming, leaves, name_of
 
 Render = Callable[[exp.Expr], str]
 
@@ -59,9 +64,16 @@ class Outcome:
     warnings: list[str] = field(default_factory=list)
     # An outer chain kept as Spark planned it because an input is not bounded in event time.
     unbounded: bool = False
+    # What replaces the chain's top join in Spark's plan, and whether a projection sits above it
+    # (the rule's withOutputOf: where the columns come out in another order, or are computed).
+    plan: Tree | None = None
+    projected: bool = False
 
 
-def collapse(join: Join, settings: Settings, render: Render) -> Outcome:
+def collapse(join: Join, settings: Settings, render: Render,
+             needed: frozenset[Column] | None, number: int) -> Outcome:
+    """The rule's `collapse` of the chain `join` starts; `needed` are the columns of its output
+    that the plan above it reads (None: all); its multi-joins are numbered from `number`."""
     if not continues_chain(join):
         return Outcome(None, reason="A streaming join stays as Spark planned it: its condition "
                        "is not deterministic: " + " AND ".join(map(render, join.conjuncts)))
@@ -71,18 +83,88 @@ def collapse(join: Join, settings: Settings, render: Render) -> Outcome:
     if isinstance(groups, str):
         return Outcome(chain, reason=groups)
     if chain.outer_order:
-        return _outer(chain, groups[0][1], settings, render)
+        return _outer(chain, groups[0][1], settings, render, number)
     outcome = Outcome(chain)
-    for group, key in groups:
-        _split(chain, group, key, settings.max_tables, outcome)
+    plans = [_split(chain, group, key, settings.max_tables, outcome, number)
+             for group, key in groups]
+    joined = _joined_above(chain, [group for group, _ in groups], plans, needed)
+    if isinstance(joined, str):
+        return Outcome(chain, reason=joined)
+    outcome.plan = joined
+    outcome.projected = chain.aliased or \
+        [leaf.uid for leaf in leaves(joined)] != [leaf.uid for leaf in leaves(join)]
     others = [i for i in range(len(chain.inputs)) if not any(i in g for g, _ in groups)]
     if others:
-        # Static inputs first: they keep no state, and may drop rows before a stateful join.
-        others.sort(key=lambda i: chain.inputs[i].streaming)
-        outcome.notes.append("Joined to the multi-join by Spark's joins: " + ", ".join(
-            f"{chain.inputs[i].name} " + ("does not share the key" if chain.inputs[i].streaming
-                                          else "is static") for i in others) + ".")
+        outcome.notes.append("Joined by Spark's joins: " + ", ".join(
+            f"{chain.inputs[i].name} " + (
+                "does not share the key of three or more streaming inputs"
+                if chain.inputs[i].streaming else "is static") for i in others) + ".")
     return outcome
+
+
+@dataclass
+class _Part:
+    """What Spark's joins join above the multi-joins: an input or a group's multi-join, with
+    its plan."""
+
+    name: str
+    plan: Tree
+
+    @property
+    def uids(self) -> list[str]:
+        return [leaf.uid for leaf in leaves(self.plan)]
+
+
+def _joined_above(chain: Chain, groups: list[list[int]], plans: list[Tree],
+                  needed: frozenset[Column] | None) -> Tree | str:
+    """As the rule's joinedAbove: the first group's multi-join, then the static inputs, the
+    other groups' multi-joins and the streaming inputs left, each joined by Spark's join as
+    soon as a condition links it to what is below (else the next in that order); or why one of
+    those stream-stream joins could not run (eventTimeProblem): a side carries more than one
+    event-time column that it or the plan above reads."""
+    grouped = {i for group in groups for i in group}
+    rest = [i for i in range(len(chain.inputs)) if i not in grouped]
+    below = _Part("", plans[0])
+    parts = [_Part(chain.inputs[i].name, chain.inputs[i].tree) for i in rest
+             if not chain.inputs[i].streaming] + \
+        [_Part(name_of(plan), plan) for plan in plans[1:]] + \
+        [_Part(chain.inputs[i].name, chain.inputs[i].tree) for i in rest
+         if chain.inputs[i].streaming]
+    pending = [c.expression for c in chain.conjuncts
+               if not any(chain.inputs_of(c.expression) <= set(group) for group in groups)]
+    while parts:
+        following = next((p for p in parts if _linked(below, p, pending)), parts[0])
+        read = None if needed is None else needed.union(*map(columns, pending))
+        problem = _event_time_problem(below, following, read)
+        if problem:
+            return problem
+        placed = [c for c in pending if leaves_read(c) <= set(below.uids + following.uids)]
+        below = _Part("", Join("INNER", below.plan, following.plan, placed))
+        pending = [c for c in pending if c not in placed]
+        parts.remove(following)
+    return below.plan
+
+
+def _event_time_problem(below: _Part, following: _Part,
+                        read: frozenset[Column] | None) -> str | None:
+    if not (is_streaming(below.plan) and is_streaming(following.plan)):
+        return None
+    for side in (below, following):
+        seen = [leaf.event_time for leaf in leaves(side.plan) if leaf.event_time and
+                (read is None or (leaf.uid, leaf.event_time) in read)]
+        if len(seen) > 1:
+            return ("A chain of streaming joins stays as Spark planned it: its inputs outside a "
+                    "multi-join are joined by Spark's stream-stream join, which would see the "
+                    f"event-time columns {', '.join(seen)} on one side and takes only one. Drop "
+                    f"all but one of them before {following.name} is joined, or join it on the "
+                    "key.")
+    return None
+
+
+def _linked(below: _Part, part: _Part, pending: list[exp.Expr]) -> bool:
+    return any(leaves_read(c) <= set(below.uids) | set(part.uids) and
+               leaves_read(c) & set(below.uids) and leaves_read(c) & set(part.uids)
+               for c in pending)
 
 
 def _fused_groups(chain: Chain, settings: Settings,
@@ -126,23 +208,34 @@ def _fused_groups(chain: Chain, settings: Settings,
 
 
 def _split(chain: Chain, group: list[int], key: list[KeyClass], max_tables: int | None,
-           outcome: Outcome) -> None:
-    """The multi-joins of an inner group: one, or with max-tables below its size, one of the
-    first max-tables inputs, then the next ones max-tables - 1 at a time over the one before
-    (a last one left over is joined by Spark's join)."""
+           outcome: Outcome, number: int) -> Tree:
+    """The multi-joins of an inner group, numbered on from `number` and the ones `outcome`
+    has: one, or with max-tables below its size, one of the first max-tables inputs, then the
+    next ones max-tables - 1 at a time over the one before (a last one left over is joined by
+    Spark's join). Their plan."""
     size = max_tables or len(chain.inputs)
     chunks = [group[:size]] + [group[start:start + size - 1]
                                for start in range(size, len(group), size - 1)]
     earlier: list[int] = []
+    plan: Tree | None = None
     for chunk in chunks:
+        trees = [chain.inputs[i].tree for i in chunk]
         if len(chunk) == 1:
             outcome.notes.append(f"{chain.inputs[chunk[0]].name} is joined to the multi-joins "
                                  f"by Spark's join: {MAX_TABLES_KEY} = {size} leaves it over.")
+            uids = {leaf.uid for leaf in leaves(plan)} | chain.inputs[chunk[0]].leaf_uids
+            plan = Join("INNER", plan, trees[0],
+                        [c.expression for c in chain.conjuncts if leaves_read(c.expression)
+                         and leaves_read(c.expression) <= uids and
+                         not leaves_read(c.expression) <= {leaf.uid for leaf in leaves(plan)}])
             continue
         offsets = _inner_offsets(chain, earlier, chunk)
         outcome.multi_joins.append(MultiJoin(chunk, key, offsets, earlier))
         outcome.warnings.extend(_unbounded_warnings(chain, earlier, chunk, offsets))
+        plan = Fused(([plan] if plan is not None else []) + trees,
+                     number + len(outcome.multi_joins) - 1)
         earlier = earlier + chunk
+    return plan
 
 
 def _inner_offsets(chain: Chain, earlier: list[int], chunk: list[int]) -> list[int | None]:
@@ -190,7 +283,8 @@ def _unbounded_warnings(chain: Chain, earlier: list[int], chunk: list[int],
     return warnings
 
 
-def _outer(chain: Chain, key: list[KeyClass], settings: Settings, render: Render) -> Outcome:
+def _outer(chain: Chain, key: list[KeyClass], settings: Settings, render: Render,
+           number: int) -> Outcome:
     """A chain with outer joins: one multi-join of all its inputs as a tree, or why not."""
     count = len(chain.inputs)
     tree_or_problem = _outer_join_tree(chain, key, settings, render)
@@ -198,8 +292,9 @@ def _outer(chain: Chain, key: list[KeyClass], settings: Settings, render: Render
         return Outcome(chain, reason=f"A chain of {count} streaming joins with outer joins stays "
                        f"as Spark planned it: {tree_or_problem} ({chain.names}).",
                        unbounded=tree_or_problem == _UNBOUNDED)
-    tree, offsets = tree_or_problem
-    return Outcome(chain, [MultiJoin(list(range(count)), key, offsets)])
+    _, offsets = tree_or_problem
+    return Outcome(chain, [MultiJoin(list(range(count)), key, offsets)],
+                   plan=Fused([chain_input.tree for chain_input in chain.inputs], number))
 
 
 def _outer_join_tree(chain: Chain, key: list[KeyClass], settings: Settings,

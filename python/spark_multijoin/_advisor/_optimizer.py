@@ -101,31 +101,43 @@ def _rejecting(conjuncts: list[exp.Expr], side: set[str]) -> exp.Expr | None:
                 None)
 
 
-def _push_down(tree: Tree) -> tuple[Tree, bool]:
-    """PushDownPredicates, top down: the tree, and whether a conjunct moved."""
+def _push_down(tree: Tree, frozen: set[int] | None = None) -> tuple[Tree, bool]:
+    """PushDownPredicates, top down: the tree, and whether a conjunct moved. As in Spark's
+    transformDown, a filter that another one was combined into (`frozen`, by `id`) moves no
+    further in this pass."""
+    frozen = set() if frozen is None else frozen
     if isinstance(tree, Leaf):
         return tree, False
     moved = False
-    if isinstance(tree, Filtered) and tree.deterministic and tree.conjuncts:
-        moved = _push_filter(tree)
+    if isinstance(tree, Filtered) and tree.deterministic and tree.conjuncts and \
+            id(tree) not in frozen:
+        moved = _push_filter(tree, frozen)
     if isinstance(tree, Join):
-        moved = _push_condition(tree)
+        moved = _push_condition(tree, frozen)
     if isinstance(tree, Filtered):
-        tree.child, below = _push_down(tree.child)
+        tree.child, below = _push_down(tree.child, frozen)
         if not tree.conjuncts and tree.alias is None:
             return tree.child, True
         return tree, moved or below
-    tree.left, left_moved = _push_down(tree.left)
-    tree.right, right_moved = _push_down(tree.right)
+    tree.left, left_moved = _push_down(tree.left, frozen)
+    tree.right, right_moved = _push_down(tree.right, frozen)
     return tree, moved or left_moved or right_moved
 
 
-def _push_filter(tree: Filtered) -> bool:
+def _push_filter(tree: Filtered, frozen: set[int]) -> bool:
     """Moves what it can of a filter's conjuncts below it; whether any moved."""
     child = tree.child
     if isinstance(child, Filtered) and child.deterministic:
-        child.conjuncts = child.conjuncts + tree.conjuncts
-        tree.conjuncts = []
+        if child.alias is None:
+            # CombineFilters: this filter takes the one below, and moves no further this pass.
+            tree.conjuncts = child.conjuncts + tree.conjuncts
+            tree.child = child.child
+            frozen.add(id(tree))
+        else:
+            # Through a projection, into its filter.
+            child.conjuncts = child.conjuncts + tree.conjuncts
+            tree.conjuncts = []
+            frozen.add(id(child))
         return True
     if not isinstance(child, Join):
         return False
@@ -139,14 +151,14 @@ def _push_filter(tree: Filtered) -> bool:
         # What reads both sides of an inner join becomes part of its condition.
         child.conjuncts = child.conjuncts + stay
         stay = []
-    child.left = _filtered(child.left, to_left)
-    child.right = _filtered(child.right, to_right)
+    child.left = _filtered(child.left, to_left, frozen)
+    child.right = _filtered(child.right, to_right, frozen)
     moved = len(stay) < len(tree.conjuncts)
     tree.conjuncts = stay
     return moved
 
 
-def _push_condition(join: Join) -> bool:
+def _push_condition(join: Join, frozen: set[int]) -> bool:
     """Moves a join's conditions that read one side only into that side, where Spark does."""
     into_left, into_right = _CONDITION_INTO[join.kind]
     left, right = _uids(join.left), _uids(join.right)
@@ -157,18 +169,20 @@ def _push_condition(join: Join) -> bool:
     if not to_left and not to_right:
         return False
     join.conjuncts = [c for c in join.conjuncts if c not in to_left and c not in to_right]
-    join.left = _filtered(join.left, to_left)
-    join.right = _filtered(join.right, to_right)
+    join.left = _filtered(join.left, to_left, frozen)
+    join.right = _filtered(join.right, to_right, frozen)
     return True
 
 
-def _filtered(tree: Tree, conjuncts: list[exp.Expr]) -> Tree:
-    """`tree` under a filter of `conjuncts`: merged into a filter it already is (CombineFilters,
-    or pushed through a projection into its filter)."""
+def _filtered(tree: Tree, conjuncts: list[exp.Expr], frozen: set[int] | None = None) -> Tree:
+    """`tree` under a filter of `conjuncts`: combined with the filter it already is (which then
+    moves no further in the pass, `frozen`), or a new one."""
     if not conjuncts:
         return tree
     if isinstance(tree, Filtered) and tree.deterministic:
         tree.conjuncts = tree.conjuncts + conjuncts
+        if frozen is not None:
+            frozen.add(id(tree))
         return tree
     return Filtered(tree, list(conjuncts), deterministic=all(map(is_deterministic, conjuncts)))
 

@@ -26,7 +26,7 @@ from sqlglot.optimizer.qualify_columns import qualify_columns
 from sqlglot.optimizer.qualify_tables import qualify_tables
 from sqlglot.optimizer.scope import Scope, build_scope
 
-from spark_multijoin._advisor._expressions import unresolved_column
+from spark_multijoin._advisor._expressions import columns, unresolved_column
 from spark_multijoin._advisor._sql import STREAMING, WATERMARK, WRITTEN_NAME, Statement, Watermark
 
 # Functions Spark does not treat as deterministic, which stop the rule at the join or projection
@@ -72,15 +72,27 @@ class Join:
 @dataclass(eq=False)
 class Filtered:
     """A WHERE, or a derived table, view or CTE that only selects and filters: `deterministic`
-    where its filter and its projections are, which is when the rule sees through it."""
+    where its filter and its projections are, which is when the rule sees through it. `reads`
+    are the columns its projection reads (None: all it gets, as `SELECT *` does)."""
 
     child: Tree
     conjuncts: list[exp.Expr]
     deterministic: bool
     alias: str | None = None
+    reads: frozenset[tuple[str, str]] | None = None
+    renames: bool = False  # whether its projection renames or computes a column
 
 
-Tree = Union[Leaf, Join, Filtered]
+@dataclass(eq=False)
+class Fused:
+    """A multi-join the rule made of `inputs`, number `number` of its verdict: an input of the
+    joins of Spark's that join it to the rest, which the rule then visits in turn."""
+
+    inputs: list[Tree]
+    number: int
+
+
+Tree = Union[Leaf, Join, Filtered, Fused]
 
 
 def leaves(tree: Tree) -> Iterator[Leaf]:
@@ -89,6 +101,9 @@ def leaves(tree: Tree) -> Iterator[Leaf]:
     elif isinstance(tree, Join):
         yield from leaves(tree.left)
         yield from leaves(tree.right)
+    elif isinstance(tree, Fused):
+        for input_tree in tree.inputs:
+            yield from leaves(input_tree)
     else:
         yield from leaves(tree.child)
 
@@ -104,13 +119,15 @@ def named_inputs(tree: Tree) -> list[Tree]:
 
 
 def _joins(tree: Tree) -> bool:
-    return not isinstance(tree, Leaf) and (isinstance(tree, Join) or _joins(tree.child))
+    return isinstance(tree, (Join, Fused)) or (isinstance(tree, Filtered) and _joins(tree.child))
 
 
 def name_of(tree: Tree) -> str:
     """A relation's name as the query gives it (see `named_inputs`); a join of several, by
-    theirs."""
+    theirs; a multi-join by its number."""
     under = list(leaves(tree))
+    if isinstance(tree, Fused):
+        return f"(multi-join {tree.number})"
     if isinstance(tree, Filtered) and tree.alias:
         return tree.alias
     if len(under) == 1:
@@ -398,7 +415,13 @@ class _Builder:
         conjuncts = self._conditions(where.this if where else None, sources)
         deterministic = all(map(is_deterministic, conjuncts)) and \
             all(map(is_deterministic, select.expressions))
-        return Filtered(tree, conjuncts, deterministic), sources
+        reads = None if any(item.is_star for item in select.expressions) else frozenset(
+            column for item in select.expressions
+            for column in columns(resolved(item.unalias(), sources)))
+        renames = any(not isinstance(item.unalias(), exp.Column) or
+                      item.unalias().name.lower() != item.alias_or_name.lower()
+                      for item in select.expressions if not item.is_star)
+        return Filtered(tree, conjuncts, deterministic, reads=reads, renames=renames), sources
 
     def _join(self, join: exp.Join, left: Tree, scope: Scope, sources: dict[str, _Env],
               stream_read: bool) -> Join:

@@ -20,9 +20,10 @@ from spark_multijoin._advisor._chains import (
     key_classes,
 )
 from spark_multijoin._advisor._collapse import MultiJoin, Outcome, collapse
-from spark_multijoin._advisor._expressions import unresolved
+from spark_multijoin._advisor._expressions import Column, columns, unresolved
 from spark_multijoin._advisor._relations import (
     Filtered,
+    Fused,
     Join,
     Tree,
     is_streaming,
@@ -136,18 +137,30 @@ class _Walk:
         self.outcomes: list[Outcome] = []
         self.reasons: list[str] = []
 
-    def visit(self, tree: Tree) -> None:
+    def visit(self, tree: Tree, needed: frozenset[Column] | None = None) -> None:
+        """Visits `tree`, of whose output the plan above reads `needed` (None: all of it)."""
         if isinstance(tree, Filtered):
-            self.visit(tree.child)
+            read = tree.reads if tree.reads is not None else needed
+            self.visit(tree.child, _with_columns(read, tree.conjuncts))
+        elif isinstance(tree, Fused):
+            for input_tree in tree.inputs:
+                self.visit(input_tree)
         elif isinstance(tree, Join) and is_chain_join(tree):
-            outcome = collapse(tree, self._context.settings, self._context.render)
+            number = 1 + sum(len(outcome.multi_joins) for outcome in self.outcomes)
+            outcome = collapse(tree, self._context.settings, self._context.render, needed,
+                               number)
             self.outcomes.append(outcome)
-            if outcome.multi_joins and outcome.chain is not None:
-                for chain_input in outcome.chain.inputs:
-                    self.visit(chain_input.tree)
+            plan = outcome.plan
+            if plan is None:
+                self.visit(tree.left, _with_columns(needed, tree.conjuncts))
+                self.visit(tree.right, _with_columns(needed, tree.conjuncts))
+            elif outcome.projected or not isinstance(plan, Join):
+                # Spark's transformDown goes on below the rule's result: its joins above the
+                # multi-joins are chains to collapse in turn.
+                self.visit(plan)
             else:
-                self.visit(tree.left)
-                self.visit(tree.right)
+                self.visit(plan.left)
+                self.visit(plan.right)
         elif isinstance(tree, Join):
             if tree.kind not in CHAIN_KINDS and is_streaming(tree.left) and \
                     is_streaming(tree.right):
@@ -155,8 +168,8 @@ class _Walk:
                     f"A streaming {_SPARK_JOIN_TYPES.get(tree.kind, tree.kind)} join keeps "
                     "Spark's binary operator: multi-joins are of INNER, LEFT OUTER, RIGHT OUTER "
                     "and FULL OUTER joins.")
-            self.visit(tree.left)
-            self.visit(tree.right)
+            self.visit(tree.left, _with_columns(needed, tree.conjuncts))
+            self.visit(tree.right, _with_columns(needed, tree.conjuncts))
 
     def verdict(self, root: Tree) -> Verdict:
         render = self._context.render
@@ -188,6 +201,11 @@ class _Walk:
             streaming_chain_inputs=max((sum(i.streaming for i in chain.inputs)
                                         for chain in chains), default=0),
         )
+
+
+def _with_columns(needed: frozenset[Column] | None,
+                  conjuncts: list[exp.Expr]) -> frozenset[Column] | None:
+    return None if needed is None else needed.union(*map(columns, conjuncts))
 
 
 def _groups(fused: list[tuple[Chain, MultiJoin]]) -> list[list[str]]:
