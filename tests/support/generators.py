@@ -363,7 +363,8 @@ class _SqlInput:
 def random_sql_chain(rng: random.Random) -> SqlChain:
     """A left-deep chain of 3 to 6 inputs, mostly inner joins, in outer chains also LEFT, RIGHT
     and FULL OUTER ones; each input's key equated to an earlier input's (k, with g too for a
-    composite key), one streaming input maybe on another key (x), static inputs joined inner,
+    composite key), some streaming inputs maybe on another key (x: with three, a second key
+    group), static inputs joined inner,
     interval conditions between watermarked inputs, residual conditions, a WHERE that may make
     an outer join inner, the last inputs maybe in a subquery `sub`, and maybe the MULTI_JOIN
     hint (with the conf off) or max-tables."""
@@ -375,8 +376,8 @@ def random_sql_chain(rng: random.Random) -> SqlChain:
         watermarked = streaming and rng.random() < (0.85 if outer_chain else 0.3)
         inputs.append(_SqlInput(i, streaming, watermarked, rng.choice([None, f"a{i}"])))
     later = [i for i in range(1, n) if inputs[i].streaming]
-    if later and rng.random() < 0.25:
-        inputs[rng.choice(later)].on_other_key = True
+    for i in rng.sample(later, min(len(later), rng.choice([0, 0, 0, 1, 1, 3]))):
+        inputs[i].on_other_key = True
     split = rng.randrange(2, n) if n >= 4 and rng.random() < 0.25 else None
     kinds = ["INNER"] + [rng.choice(["LEFT", "LEFT", "RIGHT", "FULL", "INNER"])
                          if outer_chain and inputs[i].streaming and (split is None or i <= split)
@@ -419,7 +420,9 @@ class _SqlConditions:
     def __call__(self, i: int) -> str:
         rng, inputs = self._rng, self._inputs
         low = self._split if self._split is not None and i > self._split else 0
-        partner = rng.choice([p for p in range(low, i) if not inputs[p].on_other_key] or [low])
+        # Inputs on the other key join one another where they can: a second key group.
+        same_key = [p for p in range(low, i) if inputs[p].on_other_key == inputs[i].on_other_key]
+        partner = rng.choice(same_key or list(range(low, i)))
         key = "x" if inputs[i].on_other_key or inputs[partner].on_other_key else "k"
 
         def column(name: str, j: int) -> str:
