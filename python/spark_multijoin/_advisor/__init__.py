@@ -128,8 +128,8 @@ def _conf_key(key: str) -> str:
 
 
 _TITLE = re.compile(
-    r"^\s*((?:CREATE|INSERT)\b[\s\S]*?)\s+(?:AS\b|BY\s+NAME\b|SELECT\b|WITH\b|\(|COMMENT\b|$)",
-    re.IGNORECASE)
+    r"^\s*((?:CREATE|INSERT)\b[\s\S]*?)(?:\s+(?:AS\b|BY\s+NAME\b|SELECT\b|WITH\b|\(|COMMENT\b)|"
+    r"\s*\(|\s*$)", re.IGNORECASE)
 
 
 def _title(statement: Statement) -> str:

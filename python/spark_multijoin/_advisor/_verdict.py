@@ -256,7 +256,7 @@ def _state_kept(fused: list[tuple[Chain, MultiJoin]]
                               f"{'+' if offset <= 0 else '-'} {_duration(abs(offset))}")
             elif chain_input.event_time_unknown and chain_input.event_time is None:
                 bounded[name] = None
-                kept[name] = "not known"
+                kept[name] = "not known here"
                 unknown.setdefault(chain_input.event_time_unknown, []).append(name)
             else:
                 bounded[name] = False
@@ -302,9 +302,8 @@ def _outer_unknowns(outcomes: list[Outcome]) -> list[str]:
 def _type_unknowns(fused: list[tuple[Chain, MultiJoin]], schema_given: bool) -> list[str]:
     if not fused or schema_given:
         return []
-    return ["The key's type is not known without a schema: the rule keeps Spark's joins where "
-            "it cannot be compared by its bytes (a string with a non-binary collation that "
-            "Spark has not rewritten)."]
+    return ["The key's type is not known without a schema: the rule keeps Spark's joins for a "
+            "key not compared by its bytes."]
 
 
 def _unique(items: list[str]) -> list[str]:
