@@ -95,11 +95,22 @@ def collapse(join: Join, settings: Settings, render: Render,
         [leaf.uid for leaf in leaves(joined)] != [leaf.uid for leaf in leaves(join)]
     others = [i for i in range(len(chain.inputs)) if not any(i in g for g, _ in groups)]
     if others:
-        outcome.notes.append("Joined by Spark's joins: " + ", ".join(
-            f"{chain.inputs[i].name} " + (
-                "does not share the key of three or more streaming inputs"
-                if chain.inputs[i].streaming else "is static") for i in others) + ".")
+        outcome.notes.append(_collapsed_note(chain, groups, others, settings))
     return outcome
+
+
+def _collapsed_note(chain: Chain, groups: list[tuple[list[int], list[KeyClass]]],
+                    others: list[int], settings: Settings) -> str:
+    """The rule's note on a chain it collapsed, where Spark's joins join some of its inputs:
+    which, and why each stays out."""
+    fused = "; ".join(f"{', '.join(chain.inputs[i].name for i in group)} on {len(key)} key "
+                      "column(s)" for group, key in groups)
+    why = ", ".join(f"{chain.inputs[i].name} " + (
+        "does not share the key of three or more streaming inputs"
+        if chain.inputs[i].streaming else "is static") for i in others)
+    hint = f" (by the {HINT} hint)" if settings.named is not None else ""
+    return (f"Collapsed a chain of {len(chain.inputs)} joins into {len(groups)} multi-join(s) of "
+            f"streaming inputs: {fused}. Joined by Spark's joins: {why}.{hint}")
 
 
 @dataclass
