@@ -21,8 +21,8 @@ def report(advice: list[StatementAdvice]) -> str:
                f"multi-join, {len(verdicts) - fusing} keeping Spark's joins")
     missed = sum(verdict.misses_fusion for verdict in verdicts)
     if missed:
-        summary += f" ({missed} with three or more streaming inputs in a chain)"
-    return "\n\n".join(blocks + [summary]) + "\n"
+        summary += f", {missed} of them on a chain of three or more streaming inputs"
+    return "\n\n".join(blocks + [textwrap.fill(summary, width=_WIDTH)]) + "\n"
 
 
 def _statement(advice: StatementAdvice) -> str:
@@ -46,7 +46,7 @@ def _verdict(verdict: Verdict) -> str:
                                                    in verdict.state_kept.items())))
     if verdict.residual_conditions:
         lines.append(_line("conditions", " AND ".join(verdict.residual_conditions)))
-    lines += [_line("Spark's", reason) for reason in verdict.reasons]
+    lines += [_line("reason", reason) for reason in verdict.reasons]
     lines += [_line("optimizer", note) for note in verdict.notes]
     lines += [_line("WARNING", warning) for warning in verdict.warnings]
     lines += [_line("not known", unknown) for unknown in verdict.unknowns]

@@ -16,6 +16,7 @@ from spark_multijoin._advisor._chains import (
     Chain,
     KeyClass,
     Settings,
+    flatten,
     is_chain_join,
     key_classes,
 )
@@ -124,11 +125,21 @@ def verdict_of(root: Tree, context: TreeContext) -> Verdict:
 
 
 def _has_chain_join(tree: Tree) -> bool:
+    return _streaming_chain_inputs(tree) > 0
+
+
+def _streaming_chain_inputs(tree: Tree) -> int:
+    """The most streaming inputs of a chain of `tree`, whatever the rule makes of it."""
     if isinstance(tree, Filtered):
-        return _has_chain_join(tree.child)
-    if isinstance(tree, Join):
-        return is_chain_join(tree) or _has_chain_join(tree.left) or _has_chain_join(tree.right)
-    return False
+        return _streaming_chain_inputs(tree.child)
+    if not isinstance(tree, Join):
+        return 0
+    below = max(_streaming_chain_inputs(tree.left), _streaming_chain_inputs(tree.right))
+    if not is_chain_join(tree):
+        return below
+    chain = Chain()
+    flatten(tree, chain)
+    return max(below, sum(chain_input.streaming for chain_input in chain.inputs))
 
 
 class _Walk:
@@ -198,8 +209,7 @@ class _Walk:
                              _outer_unknowns(self.outcomes) +
                              _type_unknowns(fused, self._context.schema_given)),
             notes=self._context.notes,
-            streaming_chain_inputs=max((sum(i.streaming for i in chain.inputs)
-                                        for chain in chains), default=0),
+            streaming_chain_inputs=_streaming_chain_inputs(root),
         )
 
 
@@ -252,8 +262,9 @@ def _state_kept(fused: list[tuple[Chain, MultiJoin]]
             name = chain_input.name
             if offset is not None and chain_input.event_time is not None:
                 bounded[name] = True
-                kept[name] = (f"until the watermark passes {name}.{chain_input.event_time[1]} "
-                              f"{'+' if offset <= 0 else '-'} {_duration(abs(offset))}")
+                time = f"{name}.{chain_input.event_time[1]}"
+                kept[name] = f"until the watermark passes {time}" + (
+                    f" {'+' if offset < 0 else '-'} {_duration(abs(offset))}" if offset else "")
             elif chain_input.event_time_unknown and chain_input.event_time is None:
                 bounded[name] = None
                 kept[name] = "not known here"
