@@ -19,7 +19,7 @@ from spark_multijoin._config import ENABLED_KEY, MAX_TABLES_KEY
 from support.generators import SQL_INPUTS, SqlChain, random_sql_chain, sql_input_schema
 from support.rule_verdicts import RuleVerdict, rule_verdict
 
-QUERIES_PER_SEED = 25
+QUERIES_PER_SEED = 40
 
 
 @pytest.fixture(scope="module")
@@ -186,9 +186,11 @@ _ADVISOR_ONLY = ("leaves it over", "Batch queries are never rewritten",
 
 
 # The SQL a reason quotes, which Catalyst and sqlglot each write their own way.
-_SQL_IN_REASONS = [(r"it: .* uses the null-padded side", "it: <condition> uses the null-padded side"),
-                   (r"is null: .* \(", "is null: <condition> ("),
-                   (r"the key \(.*?\) (to that|among)", r"the key <members> \1")]
+_SQL_IN_REASONS = [
+    (r"it: .* uses the null-padded side", "it: <condition> uses the null-padded side"),
+    (r"is null: .* \(", "is null: <condition> ("),
+    (r"the key \(.*?\) (to that|among)", r"the key <members> \1"),
+]
 
 
 def _comparable(reasons: list[str | None], joined: set[str]) -> list[str]:

@@ -14,7 +14,13 @@ from typing import Iterable, Mapping, Sequence
 
 from sqlglot import exp
 
-from spark_multijoin._advisor._chains import ENABLED_KEY, HINT, MAX_TABLES_KEY, STATE_TTL_KEY, Settings
+from spark_multijoin._advisor._chains import (
+    ENABLED_KEY,
+    HINT,
+    MAX_TABLES_KEY,
+    STATE_TTL_KEY,
+    Settings,
+)
 from spark_multijoin._advisor._expressions import render
 from spark_multijoin._advisor._optimizer import optimize
 from spark_multijoin._advisor._relations import (

@@ -10,7 +10,7 @@ columns directly, as the rule's do once it has inlined the projections between j
 
 A resolved column is an `exp.Column` qualified by its leaf's `uid`; a column whose leaf cannot be
 known without a schema (unqualified in a query over several inputs, or from `SELECT *` over
-several) is qualified by `UNRESOLVED` and named as written.
+several) is qualified by `_expressions.UNRESOLVED` and named as written.
 """
 
 from __future__ import annotations
@@ -43,9 +43,8 @@ class Leaf:
 
     `event_time` is the column that carries a watermark, if the advisor knows of one;
     `event_time_unknown` says what it is, where that keeps the advisor from knowing whether it
-    has one. `covers` are
-    the uids of the leaves inside it (a derived table's), itself included: the MULTI_JOIN hint
-    names an input where it names a relation under it.
+    has one. `covers` are the uids of the leaves inside it (a derived table's), itself included:
+    the MULTI_JOIN hint names an input where it names a relation under it.
     """
 
     uid: str
@@ -508,11 +507,12 @@ class _Builder:
     def _leaf_of(self, item: exp.Expr, written: str, stream_read: bool) -> Leaf:
         """A relation read by name (or a VALUES list, a table function...)."""
         watermark: Watermark | None = item.meta.get(WATERMARK)
-        if not isinstance(item, exp.Table):
-            return Leaf(next(self._uids), written, streaming=False)
-        stored = item.name.lower() in self._definitions.tables
         uid = next(self._uids)
-        return Leaf(uid, written, streaming=stream_read or self._streaming(item, written),
+        if not isinstance(item, exp.Table):
+            return Leaf(uid, written, streaming=False, covers=frozenset([uid]))
+        stored = item.name.lower() in self._definitions.tables
+        streaming = stream_read or self._streaming(item, item.alias_or_name)
+        return Leaf(uid, written, streaming=streaming,
                     event_time=watermark.column.lower() if watermark else None,
                     event_time_unknown=None if watermark or stored else
                     "defined outside this SQL and read without a WATERMARK clause",
