@@ -53,7 +53,7 @@ from spark_multijoin import configure_spark_with_multijoin, multi_join
 
 # The test suite's one writer of input files and its chain builder serve the benchmark too.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from support.data import Inputs  # noqa: E402
+from support.data import Inputs, timestamp  # noqa: E402
 from support.generators import join_on_k  # noqa: E402
 
 START = datetime(2026, 1, 1)
@@ -114,6 +114,50 @@ def time_bounded(keys: int, n_batches: int) -> Workload:
                     query, check_flat_state=True)
 
 
+def outer_star(keys: int, n_batches: int, fan_out: int, n_inputs: int = 10) -> Workload:
+    """Flink's benchmark shape, time-bounded as Spark needs: input 0 LEFT OUTER JOIN each of the
+    other inputs on one tenant-like key, each bounded to within 30 s of input 0.
+
+    Every key has, per batch, one row of input 0 and `fan_out` rows of each other input within
+    20 s of it, except that an input now and then has none (its columns come out null-padded).
+    A batch spans two minutes, so no row joins a row of another batch. A last batch, an hour
+    later, moves the watermark past every earlier row, so that every null-padded row comes out
+    and the streaming answer is the batch query's.
+    """
+    rng = random.Random(10)
+    batches: list[list[list[dict]]] = [[] for _ in range(n_inputs)]
+    for b in range(n_batches):
+        for rows in batches:
+            rows.append([])
+        for key in range(keys):
+            base = b * 120 + rng.uniform(0, 60)
+            batches[0][b].append({"k0": key, "v0": b, "t0": timestamp(base)})
+            for i in range(1, n_inputs):
+                if (key * 7 + b * 3 + i) % 11 == 0:
+                    continue  # this input has no row for the key in this batch: padded
+                batches[i][b] += [{f"k{i}": key, f"v{i}": copy,
+                                   f"t{i}": timestamp(base + rng.uniform(-20, 20))}
+                                  for copy in range(fan_out)]
+    flush_at = n_batches * 120 + 3600
+    for i, rows in enumerate(batches):
+        rows.append([{f"k{i}": keys, f"v{i}": 0, f"t{i}": timestamp(flush_at)}])
+
+    def query(frames: list[DataFrame]) -> DataFrame:
+        frames = [frame.withWatermark(f"t{i}", "30 seconds") for i, frame in enumerate(frames)]
+        joined = frames[0]
+        for i in range(1, n_inputs):
+            joined = joined.join(frames[i], F.expr(
+                f"k0 = k{i} AND t{i} BETWEEN t0 - INTERVAL 30 SECONDS "
+                "AND t0 + INTERVAL 30 SECONDS"), "left_outer")
+            joined = joined.drop(f"t{i}")  # Spark's chain runs only with one event time left
+        return joined
+
+    schemas = [f"k{i} int, v{i} int, t{i} timestamp" for i in range(n_inputs)]
+    return Workload("outer_star", f"{n_inputs}-way LEFT OUTER star, 1 row and {fan_out} per key "
+                    f"and batch, {keys} keys x {n_batches} batches (and a flush batch), bounded "
+                    "to +-30 s of input 0, 30 s watermark delay", schemas, batches, query)
+
+
 def workloads(names: list[str], shrink: int) -> list[Workload]:
     chosen = []
     files = 4 if shrink == 1 else 2
@@ -127,6 +171,10 @@ def workloads(names: list[str], shrink: int) -> list[Workload]:
         elif name == "time_bounded":
             chosen.append(time_bounded(keys=max(1, 300 // shrink),
                                        n_batches=20 if shrink == 1 else 4))
+        elif name == "outer_star":
+            chosen.append(outer_star(keys=4 if shrink == 1 else 1,
+                                     n_batches=20 if shrink == 1 else 4,
+                                     fan_out=3 if shrink == 1 else 2))
         elif name == "scale":
             for factor in (1, 4, 16):
                 keys = max(1, 125 * factor // shrink)
@@ -423,10 +471,12 @@ def run_benchmark(spark: SparkSession, chosen: list[Workload], out: Path, work: 
             spark, workload, folder, files_per_trigger=files, store_rows=True, times=times)
         result["stored_rows_seconds"] = streaming_floor(spark, workload, folder, store_rows=True,
                                                         times=times)
+        result["batch_query_rows"] = workload.query(inputs(workload, folder).tables(spark)).count()
         chain, multi = result["chain"], result["multi_join"]
-        if chain["output_rows"] != multi["output_rows"]:
+        if not chain["output_rows"] == multi["output_rows"] == result["batch_query_rows"]:
             raise SystemExit(f"{workload.name}: output rows differ: {chain['output_rows']} with "
-                             f"Spark's chain, {multi['output_rows']} with the multi-join")
+                             f"Spark's chain, {multi['output_rows']} with the multi-join, "
+                             f"{result['batch_query_rows']} with the batch query")
         if not multi["multi_join_in_plan"] or chain["multi_join_in_plan"]:
             raise SystemExit(f"{workload.name}: the plans are not the two modes")
         result["ratios"] = {
