@@ -31,6 +31,39 @@ def test_benchmark_runs_both_modes_and_writes_its_results(spark, tmp_path):
     assert "| fanout |" in table and "| time_bounded |" in table
 
 
+def _progress(batch_id: int, input_rows: int, trigger_ms: int, add_batch_ms: int,
+              operators: list[dict]) -> dict:
+    return {"batchId": batch_id, "numInputRows": input_rows,
+            "durationMs": {"triggerExecution": trigger_ms, "addBatch": add_batch_ms},
+            "stateOperators": operators}
+
+
+def test_batch_cost_averages_the_data_batches_after_the_first_and_sums_the_operators():
+    benchmark = load_module(BENCHMARK)
+    operator = {"commitTimeMs": 10, "customMetrics": {"numPrefixScans": 4}}
+    progress = [
+        _progress(0, 100, 5000, 4000, [operator, operator]),  # the first: reported on its own
+        _progress(1, 100, 1000, 600, [operator, {"commitTimeMs": 30, "customMetrics": {}}]),
+        _progress(2, 100, 3000, 1400, [operator, operator]),
+        _progress(3, 0, 9000, 0, [operator, operator]),  # no data: not a batch's cost
+    ]
+    cost = benchmark.batch_cost(progress)
+    assert cost["batches"] == 3 and cost["first_batch_ms"] == 5000
+    assert cost["trigger_ms"] == 2000 and cost["addBatch"] == 1000
+    assert cost["other"] == 1000, "the trigger's time outside the engine's phases"
+    assert cost["commitTimeMs"] == 30, "(10 + 30 + 10 + 10) / 2"
+    assert cost["numPrefixScans"] == 6, "(4 + 0 + 4 + 4) / 2"
+    table = benchmark.breakdown_markdown([{"workload": "w", "query": "q", **cost}])
+    assert table.splitlines()[2].startswith("| w | q | 2,000 |")
+
+
+def test_the_chart_is_on_a_log_scale_only_where_the_series_are_orders_of_magnitude_apart():
+    benchmark = load_module(BENCHMARK)
+    assert benchmark.orders_of_magnitude_apart([1, 5000, 20], [1, 400, 10])
+    assert not benchmark.orders_of_magnitude_apart([1, 3000], [2, 400])
+    assert not benchmark.orders_of_magnitude_apart([0, 0], [5, 10])
+
+
 @pytest.mark.slow
 def test_outer_star_fuses_into_one_multi_join_with_the_batch_querys_answer(spark, tmp_path):
     benchmark = load_module(BENCHMARK)
