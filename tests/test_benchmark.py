@@ -54,7 +54,7 @@ def test_batch_cost_averages_the_data_batches_after_the_first_and_sums_the_opera
     assert cost["commitTimeMs"] == 30, "(10 + 30 + 10 + 10) / 2"
     assert cost["numPrefixScans"] == 6, "(4 + 0 + 4 + 4) / 2"
     table = benchmark.breakdown_markdown([{"workload": "w", "query": "q", **cost}])
-    assert table.splitlines()[2].startswith("| w | q | 2,000 |")
+    assert table.splitlines()[2].startswith("| w | q | 5,000 | 2,000 |")
 
 
 def test_the_chart_is_on_a_log_scale_only_where_the_series_are_orders_of_magnitude_apart():
