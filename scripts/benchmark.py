@@ -24,9 +24,10 @@ everything once, for a smoke run (the test suite runs it in its own session thro
 multi-join and the batch query over all files.
 
 `--flink` (needs the `flink` extra: `scripts/setup-env bench,flink`) also runs Flink on the same
-files of each keyed workload, in a subprocess with its own JVM (scripts/flink_peer.py): Flink's
-MultiJoin, its binary joins and a scan-only job (Flink's fixed cost), best of two each, and
-checks that Flink's output rows are Spark's. time_bounded and outer_star have no Flink peer yet.
+files of each keyed workload and outer_star, in a subprocess with its own JVM
+(scripts/flink_peer.py): Flink's MultiJoin, its binary joins and a scan-only job (Flink's fixed
+cost), best of two each, and checks that Flink's output rows are Spark's. time_bounded has no
+Flink peer yet.
 
 `--breakdown` runs, instead, where each micro-batch's time goes, for the chosen workloads: the
 multi-join, Spark's deduplication and the stateless query over the same micro-batches, each
@@ -76,7 +77,10 @@ class Workload:
     batches: list[list[list[dict]]]  # [input][batch] -> rows
     query: Callable[[list[DataFrame]], DataFrame]
     check_flat_state: bool = False
-    flink_peer: bool = False  # scripts/flink_peer.py runs the same join (keyed workloads only)
+    flink_peer: bool = False  # scripts/flink_peer.py runs the same join
+    # For Flink, per input after the first, its join kind and ON clause (Flink SQL over t0, t1,
+    # ...); None: inner joins on k.
+    flink_joins: list[list[str]] | None = None
 
     @property
     def input_rows(self) -> int:
@@ -161,10 +165,15 @@ def outer_star(keys: int, n_batches: int, fan_out: int, n_inputs: int = 10) -> W
             joined = joined.drop(f"t{i}")  # Spark's chain runs only with one event time left
         return joined
 
+    # Flink's MultiJoin runs no interval joins: its LEFT JOINs carry the bound as a predicate.
+    flink_joins = [["LEFT", f"t0.`k0` = t{i}.`k{i}` AND t{i}.`t{i}` BETWEEN "
+                    f"t0.`t0` - INTERVAL '30' SECOND AND t0.`t0` + INTERVAL '30' SECOND"]
+                   for i in range(1, n_inputs)]
     schemas = [f"k{i} int, v{i} int, t{i} timestamp" for i in range(n_inputs)]
     return Workload("outer_star", f"{n_inputs}-way LEFT OUTER star, 1 row and {fan_out} per key "
                     f"and batch, {keys} keys x {n_batches} batches (and a flush batch), bounded "
-                    "to +-30 s of input 0, 30 s watermark delay", schemas, batches, query)
+                    "to +-30 s of input 0, 30 s watermark delay", schemas, batches, query,
+                    flink_peer=True, flink_joins=flink_joins)
 
 
 def workloads(names: list[str], shrink: int) -> list[Workload]:
@@ -408,7 +417,7 @@ def flink_installed() -> bool:
 def run_flink_peer(workload: Workload, folder: Path, times: int) -> dict:
     """Flink's MultiJoin, binary joins and a scan-only job over `folder`'s files, in a subprocess
     of its own (PyFlink starts its own JVM)."""
-    spec = {"schemas": workload.schemas,
+    spec = {"schemas": workload.schemas, "joins": workload.flink_joins,
             "folders": [str((folder / f"input{i}").resolve())
                         for i in range(len(workload.schemas))],
             "parallelism": os.cpu_count() or 1, "times": times}
@@ -635,8 +644,7 @@ def run_benchmark(spark: SparkSession, chosen: list[Workload], out: Path, work: 
                     or peer["binary_joins"]["multi_join_in_plan"]):
                 raise SystemExit(f"{workload.name}: Flink's plans are not the two modes")
         elif flink:
-            print(f"    flink      no Flink peer for {workload.name} (keyed workloads only)",
-                  flush=True)
+            print(f"    flink      no Flink peer for {workload.name}", flush=True)
         if workload.check_flat_state:
             # Flat: over the second half of the data batches, the state varies by under 50%.
             states = multi["state_rows_per_data_batch"]
