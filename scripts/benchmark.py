@@ -1,7 +1,7 @@
 """Benchmark: the same streaming joins with multi-join off (Spark's chain) and on.
 
-    python scripts/benchmark.py [--workloads fanout,primary_key,time_bounded,scale]
-                                [--out benchmark-results] [--tiny] [--flink]
+    python scripts/benchmark.py [--workloads fanout,primary_key,time_bounded,outer_star,scale]
+                                [--out benchmark-results] [--tiny] [--flink] [--breakdown]
 
 Each workload writes its input files once (one file per input and micro-batch), then runs the
 query over them with multi-join off and on, in this order, in one Spark session. It reports, per
@@ -17,14 +17,24 @@ both too, what storing them in Spark's own stateful operator costs (medians of t
 
 It writes `results.json`, `results.md` (the README's table) and `state_and_batch_duration.png`
 (state rows and batch duration per batch, both modes) to --out. `--tiny` divides the data by
-50 (and the batches from 4 to 2, time_bounded's from 20 to 4), uses 2 shuffle partitions
-instead of 4, skips the warm-up and times everything once, for a smoke run (the test suite
-runs it in its own session through `run_benchmark`).
+50 (and the batches from 4 to 2, time_bounded's and outer_star's from 20 to 4, outer_star's
+fan-out from 3 to 2), uses 2 shuffle partitions instead of 4, skips the warm-up and times
+everything once, for a smoke run (the test suite runs it in its own session through
+`run_benchmark`). Every workload's output rows must be the same with Spark's chain, the
+multi-join and the batch query over all files.
 
 `--flink` (needs the `flink` extra: `scripts/setup-env bench,flink`) also runs Flink on the same
-files of each keyed workload, in a subprocess with its own JVM (scripts/flink_peer.py): Flink's
-MultiJoin, its binary joins and a scan-only job (Flink's fixed cost), best of two each, and
-checks that Flink's output rows are Spark's. time_bounded has no Flink peer yet.
+files of each keyed workload and outer_star, in a subprocess with its own JVM
+(scripts/flink_peer.py): Flink's MultiJoin, its binary joins and a scan-only job (Flink's fixed
+cost), best of two each, and checks that Flink's output rows are Spark's. time_bounded has no
+Flink peer yet.
+
+`--breakdown` runs, instead, where each micro-batch's time goes, for the chosen workloads: the
+multi-join, Spark's deduplication and the stateless query over the same micro-batches, each
+once after a warm-up run; per micro-batch with data after the first, the engine's phases from
+the progress (durationMs) and the stateful operators' metrics (state store instances, update
+and commit times, RocksDB's load, changelog commit, gets, and the multi-join's prefix scans).
+It writes `breakdown.json` and `breakdown.md` to --out.
 """
 
 from __future__ import annotations
@@ -53,7 +63,7 @@ from spark_multijoin import configure_spark_with_multijoin, multi_join
 
 # The test suite's one writer of input files and its chain builder serve the benchmark too.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from support.data import Inputs  # noqa: E402
+from support.data import Inputs, timestamp  # noqa: E402
 from support.generators import join_on_k  # noqa: E402
 
 START = datetime(2026, 1, 1)
@@ -67,7 +77,10 @@ class Workload:
     batches: list[list[list[dict]]]  # [input][batch] -> rows
     query: Callable[[list[DataFrame]], DataFrame]
     check_flat_state: bool = False
-    flink_peer: bool = False  # scripts/flink_peer.py runs the same join (keyed workloads only)
+    flink_peer: bool = False  # scripts/flink_peer.py runs the same join
+    # For Flink, per input after the first, its join kind and ON clause (Flink SQL over t0, t1,
+    # ...); None: inner joins on k.
+    flink_joins: list[list[str]] | None = None
 
     @property
     def input_rows(self) -> int:
@@ -114,6 +127,55 @@ def time_bounded(keys: int, n_batches: int) -> Workload:
                     query, check_flat_state=True)
 
 
+def outer_star(keys: int, n_batches: int, fan_out: int, n_inputs: int = 10) -> Workload:
+    """Flink's benchmark shape, time-bounded as Spark needs: input 0 LEFT OUTER JOIN each of the
+    other inputs on one tenant-like key, each bounded to within 30 s of input 0.
+
+    Every key has, per batch, one row of input 0 and `fan_out` rows of each other input within
+    20 s of it, except that an input now and then has none (its columns come out null-padded).
+    A batch spans two minutes, so no row joins a row of another batch. A last batch, an hour
+    later, moves the watermark past every earlier row, so that every null-padded row comes out
+    and the streaming answer is the batch query's.
+    """
+    rng = random.Random(10)
+    batches: list[list[list[dict]]] = [[] for _ in range(n_inputs)]
+    for b in range(n_batches):
+        for rows in batches:
+            rows.append([])
+        for key in range(keys):
+            base = b * 120 + rng.uniform(0, 60)
+            batches[0][b].append({"k0": key, "v0": b, "t0": timestamp(base)})
+            for i in range(1, n_inputs):
+                if (key * 7 + b * 3 + i) % 11 == 0:
+                    continue  # this input has no row for the key in this batch: padded
+                batches[i][b] += [{f"k{i}": key, f"v{i}": copy,
+                                   f"t{i}": timestamp(base + rng.uniform(-20, 20))}
+                                  for copy in range(fan_out)]
+    flush_at = n_batches * 120 + 3600
+    for i, rows in enumerate(batches):
+        rows.append([{f"k{i}": keys, f"v{i}": 0, f"t{i}": timestamp(flush_at)}])
+
+    def query(frames: list[DataFrame]) -> DataFrame:
+        frames = [frame.withWatermark(f"t{i}", "30 seconds") for i, frame in enumerate(frames)]
+        joined = frames[0]
+        for i in range(1, n_inputs):
+            joined = joined.join(frames[i], F.expr(
+                f"k0 = k{i} AND t{i} BETWEEN t0 - INTERVAL 30 SECONDS "
+                "AND t0 + INTERVAL 30 SECONDS"), "left_outer")
+            joined = joined.drop(f"t{i}")  # Spark's chain runs only with one event time left
+        return joined
+
+    # Flink's MultiJoin runs no interval joins: its LEFT JOINs carry the bound as a predicate.
+    flink_joins = [["LEFT", f"t0.`k0` = t{i}.`k{i}` AND t{i}.`t{i}` BETWEEN "
+                    f"t0.`t0` - INTERVAL '30' SECOND AND t0.`t0` + INTERVAL '30' SECOND"]
+                   for i in range(1, n_inputs)]
+    schemas = [f"k{i} int, v{i} int, t{i} timestamp" for i in range(n_inputs)]
+    return Workload("outer_star", f"{n_inputs}-way LEFT OUTER star, 1 row and {fan_out} per key "
+                    f"and batch, {keys} keys x {n_batches} batches (and a flush batch), bounded "
+                    "to +-30 s of input 0, 30 s watermark delay", schemas, batches, query,
+                    flink_peer=True, flink_joins=flink_joins)
+
+
 def workloads(names: list[str], shrink: int) -> list[Workload]:
     chosen = []
     files = 4 if shrink == 1 else 2
@@ -127,6 +189,10 @@ def workloads(names: list[str], shrink: int) -> list[Workload]:
         elif name == "time_bounded":
             chosen.append(time_bounded(keys=max(1, 300 // shrink),
                                        n_batches=20 if shrink == 1 else 4))
+        elif name == "outer_star":
+            chosen.append(outer_star(keys=4 if shrink == 1 else 1,
+                                     n_batches=20 if shrink == 1 else 4,
+                                     fan_out=3 if shrink == 1 else 2))
         elif name == "scale":
             for factor in (1, 4, 16):
                 keys = max(1, 125 * factor // shrink)
@@ -157,10 +223,13 @@ def median_seconds(run: Callable[[], None], times: int = 3) -> float:
     return round(statistics.median(seconds(run) for _ in range(times)), 2)
 
 
-def run_to_end(frame: DataFrame, checkpoint: Path) -> None:
+def run_to_end(frame: DataFrame, checkpoint: Path) -> list[dict]:
+    """Runs `frame` to the end of its inputs on a new checkpoint; its progress, per batch."""
     shutil.rmtree(checkpoint, ignore_errors=True)
-    (frame.writeStream.format("noop").option("checkpointLocation", str(checkpoint))
-     .trigger(availableNow=True).start().awaitTermination())
+    query = (frame.writeStream.format("noop").option("checkpointLocation", str(checkpoint))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    return [json.loads(p.json) for p in query.recentProgress]
 
 
 def folder_bytes(folder: Path) -> int:
@@ -233,15 +302,106 @@ def streaming_floor(spark: SparkSession, workload: Workload, folder: Path,
     rows. With `store_rows`, Spark's own stateful operator stores every input row (a streaming
     deduplication of the rows, as JSON): what keeping the rows in state costs in Spark itself.
     """
-    def union() -> DataFrame:
-        frames = [frame.select(F.lit(i).alias("input"),
-                               F.to_json(F.struct(*frame.columns)).alias("row"))
-                  for i, frame in enumerate(streams(spark, workload, folder, files_per_trigger))]
-        unioned = frames[0]
-        for frame in frames[1:]:
-            unioned = unioned.unionAll(frame)
-        return unioned.dropDuplicates(["input", "row"]) if store_rows else unioned.select("input")
-    return median_seconds(lambda: run_to_end(union(), folder / "checkpoint_floor"), times)
+    return median_seconds(lambda: run_to_end(
+        unioned_rows(spark, workload, folder, files_per_trigger, store_rows),
+        folder / "checkpoint_floor"), times)
+
+
+def unioned_rows(spark: SparkSession, workload: Workload, folder: Path, files_per_trigger: int,
+                 store_rows: bool) -> DataFrame:
+    """Every input's rows as (input, row as JSON), deduplicated by Spark with `store_rows`."""
+    frames = [frame.select(F.lit(i).alias("input"),
+                           F.to_json(F.struct(*frame.columns)).alias("row"))
+              for i, frame in enumerate(streams(spark, workload, folder, files_per_trigger))]
+    unioned = frames[0]
+    for frame in frames[1:]:
+        unioned = unioned.unionAll(frame)
+    return unioned.dropDuplicates(["input", "row"]) if store_rows else unioned.select("input")
+
+
+# Where a micro-batch's time goes, from its progress: the engine's phases (wall ms, durationMs);
+# "other" is the trigger's time outside them.
+ENGINE_PHASES = ("latestOffset", "getBatch", "queryPlanning", "walCommit", "addBatch",
+                 "commitOffsets")
+# The stateful operators' own metrics and their stores' (summed over partitions: task ms, which
+# two cores run in about half the wall time). numPrefixScans and prefixScanTimeMs are the
+# multi-join's reads of stored rows; Spark's RocksDB store counts gets, not prefix scans. Left
+# out: rocksdbFilesCopied, which repeats the last snapshot upload's count in every later batch.
+STATE_METRICS = ("numStateStoreInstances", "allUpdatesTimeMs", "allRemovalsTimeMs",
+                 "commitTimeMs")
+STORE_METRICS = ("rocksdbLoadLatencyMs", "rocksdbChangeLogWriterCommitLatencyMs",
+                 "rocksdbCommitFileSyncLatencyMs", "rocksdbCommitCheckpointLatency",
+                 "rocksdbGetCount", "rocksdbGetLatency", "rocksdbPutCount",
+                 "rocksdbPutLatency", "numPrefixScans", "prefixScanTimeMs")
+
+
+def batch_cost(progress: list[dict]) -> dict:
+    """The mean per micro-batch with data after the first (which also pays for starting the
+    query, and is reported on its own): each engine phase, and each state metric summed over
+    the query's stateful operators."""
+    data_batches = [p for p in progress if p["numInputRows"] > 0]
+    later = data_batches[1:] or data_batches
+
+    def mean(values: list[float]) -> float:
+        return round(statistics.mean(values), 1)
+
+    def state(p: dict, metric: str) -> float:
+        return sum(op.get(metric, op.get("customMetrics", {}).get(metric, 0))
+                   for op in p["stateOperators"])
+
+    cost = {"batches": len(data_batches),
+            "first_batch_ms": data_batches[0]["durationMs"]["triggerExecution"],
+            "trigger_ms": mean([p["durationMs"]["triggerExecution"] for p in later])}
+    for phase in ENGINE_PHASES:
+        cost[phase] = mean([p["durationMs"].get(phase, 0) for p in later])
+    cost["other"] = round(cost["trigger_ms"] - sum(cost[phase] for phase in ENGINE_PHASES), 1)
+    for metric in STATE_METRICS + STORE_METRICS:
+        cost[metric] = mean([state(p, metric) for p in later])
+    return cost
+
+
+def run_breakdown(spark: SparkSession, chosen: list[Workload], out: Path, work: Path) -> None:
+    """Where each micro-batch's time goes: the multi-join, Spark's deduplication of the same
+    rows and the stateless query, over the same micro-batches, once each after a warm-up;
+    writes breakdown.json and breakdown.md to `out`."""
+    shutil.rmtree(work, ignore_errors=True)
+    out.mkdir(parents=True, exist_ok=True)
+    breakdown = []
+    for workload in chosen:
+        folder = work / workload.name
+        inputs(workload, folder).write()
+        multi_join(spark).enabled = True
+        queries = {
+            "multi-join": lambda: workload.query(streams(spark, workload, folder)),
+            "Spark's deduplication": lambda: unioned_rows(spark, workload, folder, 1, True),
+            "stateless": lambda: unioned_rows(spark, workload, folder, 1, False),
+        }
+        for name, query in queries.items():
+            run_to_end(query(), folder / "checkpoint_warm_up")
+            cost = batch_cost(run_to_end(query(), folder / "checkpoint_breakdown"))
+            breakdown.append({"workload": workload.name, "query": name, **cost})
+            print(f"{workload.name} {name}: {cost}", flush=True)
+    (out / "breakdown.json").write_text(json.dumps(breakdown, indent=2))
+    (out / "breakdown.md").write_text(breakdown_markdown(breakdown))
+    print(f"wrote breakdown.json and breakdown.md to {out}")
+
+
+def breakdown_markdown(breakdown: list[dict]) -> str:
+    columns = (("first_batch_ms", "first batch ms"), ("trigger_ms", "batch ms")) + tuple(
+        (phase, phase) for phase in ENGINE_PHASES) + (
+        ("other", "other"), ("numStateStoreInstances", "store instances"),
+        ("allUpdatesTimeMs", "updates ms"), ("commitTimeMs", "commit ms"),
+        ("rocksdbLoadLatencyMs", "load ms"),
+        ("rocksdbChangeLogWriterCommitLatencyMs", "changelog commit ms"),
+        ("rocksdbCommitCheckpointLatency", "checkpoint ms"), ("rocksdbGetCount", "gets"),
+        ("rocksdbGetLatency", "get ms"), ("numPrefixScans", "prefix scans"),
+        ("prefixScanTimeMs", "prefix scan ms"))
+    lines = ["| workload | query | " + " | ".join(title for _, title in columns) + " |",
+             "| --- | --- |" + " ---: |" * len(columns)]
+    for row in breakdown:
+        lines.append(f"| {row['workload']} | {row['query']} | "
+                     + " | ".join(f"{row[key]:,.0f}" for key, _ in columns) + " |")
+    return "\n".join(lines) + "\n"
 
 
 FLINK_PEER = Path(__file__).resolve().parent / "flink_peer.py"
@@ -257,7 +417,7 @@ def flink_installed() -> bool:
 def run_flink_peer(workload: Workload, folder: Path, times: int) -> dict:
     """Flink's MultiJoin, binary joins and a scan-only job over `folder`'s files, in a subprocess
     of its own (PyFlink starts its own JVM)."""
-    spec = {"schemas": workload.schemas,
+    spec = {"schemas": workload.schemas, "joins": workload.flink_joins,
             "folders": [str((folder / f"input{i}").resolve())
                         for i in range(len(workload.schemas))],
             "parallelism": os.cpu_count() or 1, "times": times}
@@ -343,29 +503,45 @@ def chart(results: list[dict], path: Path) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     fig, axes = plt.subplots(2, len(results), figsize=(4.2 * len(results), 6.5), squeeze=False)
     for column, result in enumerate(results):
-        for mode, style in (("chain", "o-"), ("multi_join", "s-")):
-            label = "Spark's chain" if mode == "chain" else "multi-join"
-            axes[0][column].plot(result[mode]["state_rows_per_batch"], style, label=label)
-            axes[1][column].plot(result[mode]["batch_ms_per_batch"], style, label=label)
+        for row, (field, label) in enumerate((("state_rows_per_batch", "state rows"),
+                                              ("batch_ms_per_batch", "batch duration (ms)"))):
+            axis = axes[row][column]
+            series = {mode: result[mode][field] for mode in ("chain", "multi_join")}
+            for (mode, values), style in zip(series.items(), ("o-", "s-")):
+                axis.plot(values, style,
+                          label="Spark's chain" if mode == "chain" else "multi-join")
+            if orders_of_magnitude_apart(*series.values()):
+                axis.set_yscale("log")
+            axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+            axis.set_ylabel(label)
         axes[0][column].set_title(result["workload"])
-        axes[0][column].set_ylabel("state rows")
-        axes[1][column].set_ylabel("batch duration (ms)")
         axes[1][column].set_xlabel("micro-batch")
         axes[0][column].legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=90)
 
 
+def orders_of_magnitude_apart(*series: list[float]) -> bool:
+    """Whether the series' peaks differ 10x or more: a linear axis would flatten the lower one."""
+    peaks = [max(values) for values in series if values]
+    return bool(peaks) and min(peaks) > 0 and max(peaks) >= 10 * min(peaks)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workloads", default="fanout,primary_key,time_bounded,scale")
+    parser.add_argument("--workloads",
+                        default="fanout,primary_key,time_bounded,outer_star,scale")
     parser.add_argument("--out", type=Path, default=Path("benchmark-results"))
     parser.add_argument("--work", type=Path, default=Path("/tmp/multijoin-benchmark"))
     parser.add_argument("--tiny", action="store_true",
                         help="1/50 of the data and one run of each timing, for a smoke run")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="instead, where each micro-batch's time goes (multi-join, Spark's "
+                        "deduplication, stateless query) on the chosen workloads")
     parser.add_argument("--flink", action="store_true",
                         help="also run Flink (MultiJoin, binary joins, scan only) on the keyed "
                         "workloads' files (needs the flink extra)")
@@ -378,7 +554,10 @@ def main() -> None:
         .config("spark.sql.shuffle.partitions", "2" if args.tiny else "4")
         .config("spark.driver.memory", "6g")).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    run_benchmark(spark, chosen, args.out, args.work, tiny=args.tiny, flink=args.flink)
+    if args.breakdown:
+        run_breakdown(spark, chosen, args.out, args.work)
+    else:
+        run_benchmark(spark, chosen, args.out, args.work, tiny=args.tiny, flink=args.flink)
     spark.stop()
 
 
@@ -423,10 +602,12 @@ def run_benchmark(spark: SparkSession, chosen: list[Workload], out: Path, work: 
             spark, workload, folder, files_per_trigger=files, store_rows=True, times=times)
         result["stored_rows_seconds"] = streaming_floor(spark, workload, folder, store_rows=True,
                                                         times=times)
+        result["batch_query_rows"] = workload.query(inputs(workload, folder).tables(spark)).count()
         chain, multi = result["chain"], result["multi_join"]
-        if chain["output_rows"] != multi["output_rows"]:
+        if not chain["output_rows"] == multi["output_rows"] == result["batch_query_rows"]:
             raise SystemExit(f"{workload.name}: output rows differ: {chain['output_rows']} with "
-                             f"Spark's chain, {multi['output_rows']} with the multi-join")
+                             f"Spark's chain, {multi['output_rows']} with the multi-join, "
+                             f"{result['batch_query_rows']} with the batch query")
         if not multi["multi_join_in_plan"] or chain["multi_join_in_plan"]:
             raise SystemExit(f"{workload.name}: the plans are not the two modes")
         result["ratios"] = {
@@ -463,8 +644,7 @@ def run_benchmark(spark: SparkSession, chosen: list[Workload], out: Path, work: 
                     or peer["binary_joins"]["multi_join_in_plan"]):
                 raise SystemExit(f"{workload.name}: Flink's plans are not the two modes")
         elif flink:
-            print(f"    flink      no Flink peer for {workload.name} (keyed workloads only)",
-                  flush=True)
+            print(f"    flink      no Flink peer for {workload.name}", flush=True)
         if workload.check_flat_state:
             # Flat: over the second half of the data batches, the state varies by under 50%.
             states = multi["state_rows_per_data_batch"]

@@ -18,8 +18,12 @@ from `execute_sql` (planning and job submission) to the job's end; the job's own
 recorded too. The output rows, which a blackhole sink cannot count, are counted once, untimed,
 by a batch-mode `COUNT(*)` of the same join.
 
-Only equi-joins on one key `k` (the keyed workloads) are supported: the time-bounded workload's
-event-time semantics (watermarks per micro-batch file, in order) have no equivalent here yet.
+By default every join is an inner join on one key `k` (the keyed workloads). SPEC.json's
+`joins` gives each later input's join kind and ON clause instead: outer_star's LEFT JOINs carry
+its interval condition as a plain predicate, as Flink's MultiJoin runs no interval joins (Flink
+keeps every row; on outer_star's data, where no row joins a row of another batch, the answer
+is the same). The time-bounded workload's event-time semantics (watermarks per micro-batch
+file, in order) have no equivalent here yet.
 The SQL text is built by pure functions, tested without Flink.
 """
 
@@ -47,8 +51,10 @@ def flink_columns(spark_schema: str) -> list[tuple[str, str]]:
 
 def source_ddl(index: int, spark_schema: str, folder: str) -> str:
     columns = ", ".join(f"`{name}` {kind}" for name, kind in flink_columns(spark_schema))
+    # The files carry timestamps as Python's isoformat writes them: 2026-01-01T00:00:30.5
     return (f"CREATE TEMPORARY TABLE input{index} ({columns}) WITH ('connector' = 'filesystem', "
-            f"'path' = '{folder}', 'format' = 'json')")
+            f"'path' = '{folder}', 'format' = 'json', "
+            "'json.timestamp-format.standard' = 'ISO-8601')")
 
 
 def sink_ddl(name: str, columns: list[tuple[str, str]]) -> str:
@@ -56,39 +62,52 @@ def sink_ddl(name: str, columns: list[tuple[str, str]]) -> str:
     return f"CREATE TEMPORARY TABLE {name} ({body}) WITH ('connector' = 'blackhole')"
 
 
-def join_columns(schemas: list[str]) -> list[tuple[str, str]]:
-    """The join's output: k once, then every input's other columns (Spark's USING (k))."""
+def join_columns(schemas: list[str],
+                 joins: list[list[str]] | None = None) -> list[tuple[str, str]]:
+    """The join's output. Without `joins` (inner joins on k): k once, then every input's other
+    columns (Spark's USING (k)); with them, every column of every input."""
+    if joins:
+        return [column for schema in schemas for column in flink_columns(schema)]
     columns = [("k", dict(flink_columns(schemas[0]))["k"])]
     for schema in schemas:
         columns += [(name, kind) for name, kind in flink_columns(schema) if name != "k"]
     return columns
 
 
-def join_select(schemas: list[str]) -> str:
-    """input0 JOIN input1 ON k JOIN ... : every join on input 0's k, as the multi-join needs."""
-    fields = ["t0.`k`"] + [f"t{i}.`{name}`" for i, schema in enumerate(schemas)
-                           for name, _ in flink_columns(schema) if name != "k"]
-    joins = "".join(f" JOIN input{i} t{i} ON t0.`k` = t{i}.`k`" for i in range(1, len(schemas)))
-    return f"SELECT {', '.join(fields)} FROM input0 t0{joins}"
+def join_select(schemas: list[str], joins: list[list[str]] | None = None) -> str:
+    """input0 t0 JOIN input1 t1 ON ... JOIN ...: by default every join inner, on input 0's k, as
+    the multi-join needs; `joins` gives each later input's join kind and ON clause instead (as
+    [kind, condition] over t0, t1, ...)."""
+    if not joins:
+        joins = [["INNER", f"t0.`k` = t{i}.`k`"] for i in range(1, len(schemas))]
+        fields = ["t0.`k`"] + [f"t{i}.`{name}`" for i, schema in enumerate(schemas)
+                               for name, _ in flink_columns(schema) if name != "k"]
+    else:
+        fields = [f"t{i}.`{name}`" for i, schema in enumerate(schemas)
+                  for name, _ in flink_columns(schema)]
+    joined = "".join(f" {kind} JOIN input{i} t{i} ON {condition}"
+                     for i, (kind, condition) in enumerate(joins, start=1))
+    return f"SELECT {', '.join(fields)} FROM input0 t0{joined}"
 
 
 def scan_select(schemas: list[str]) -> str:
-    """Every input's k, unioned: reads every row, joins nothing."""
-    return " UNION ALL ".join(f"SELECT `k` FROM input{i}" for i in range(len(schemas)))
+    """Every input's first column (its key), unioned: reads every row, joins nothing."""
+    return " UNION ALL ".join(f"SELECT `{flink_columns(schema)[0][0]}` FROM input{i}"
+                              for i, schema in enumerate(schemas))
 
 
 def statements(spec: dict) -> dict[str, list[str]]:
     """DDL shared by every job, and each mode's INSERT."""
-    schemas = spec["schemas"]
+    schemas, joins = spec["schemas"], spec.get("joins")
     ddl = [source_ddl(i, schema, folder)
            for i, (schema, folder) in enumerate(zip(schemas, spec["folders"]))]
-    ddl.append(sink_ddl("join_sink", join_columns(schemas)))
-    ddl.append(sink_ddl("scan_sink", [("k", "INT")]))
+    ddl.append(sink_ddl("join_sink", join_columns(schemas, joins)))
+    ddl.append(sink_ddl("scan_sink", [flink_columns(schemas[0])[0]]))
     return {
         "ddl": ddl,
-        "join": f"INSERT INTO join_sink {join_select(schemas)}",
+        "join": f"INSERT INTO join_sink {join_select(schemas, joins)}",
         "scan": f"INSERT INTO scan_sink {scan_select(schemas)}",
-        "count": f"SELECT COUNT(*) FROM ({join_select(schemas)})",
+        "count": f"SELECT COUNT(*) FROM ({join_select(schemas, joins)})",
     }
 
 

@@ -16,16 +16,32 @@ def test_sql_joins_every_input_on_input_0s_key_into_a_blackhole():
                                  "folders": ["/d/input0", "/d/input1", "/d/input2"]})
     assert sql["ddl"][1] == (
         "CREATE TEMPORARY TABLE input1 (`k` INT, `v1` INT) WITH ('connector' = 'filesystem', "
-        "'path' = '/d/input1', 'format' = 'json')")
+        "'path' = '/d/input1', 'format' = 'json', 'json.timestamp-format.standard' = 'ISO-8601')")
     assert sql["ddl"][3] == ("CREATE TEMPORARY TABLE join_sink (`k` INT, `v0` INT, `v1` INT, "
                              "`v2` INT) WITH ('connector' = 'blackhole')")
     assert sql["join"] == (
         "INSERT INTO join_sink SELECT t0.`k`, t0.`v0`, t1.`v1`, t2.`v2` FROM input0 t0 "
-        "JOIN input1 t1 ON t0.`k` = t1.`k` JOIN input2 t2 ON t0.`k` = t2.`k`")
+        "INNER JOIN input1 t1 ON t0.`k` = t1.`k` INNER JOIN input2 t2 ON t0.`k` = t2.`k`")
     assert sql["scan"] == ("INSERT INTO scan_sink SELECT `k` FROM input0 UNION ALL "
                            "SELECT `k` FROM input1 UNION ALL SELECT `k` FROM input2")
     assert sql["count"].startswith("SELECT COUNT(*) FROM (SELECT t0.`k`")
     assert flink_peer.MULTI_JOIN_KEY == "table.optimizer.multi-join.enabled"
+
+
+def test_sql_with_given_joins_keeps_every_column_and_each_on_clause():
+    schemas = ["k0 int, t0 timestamp", "k1 int, t1 timestamp", "k2 int, t2 timestamp"]
+    joins = [["LEFT", "t0.`k0` = t1.`k1` AND t1.`t1` > t0.`t0`"], ["INNER", "t0.`k0` = t2.`k2`"]]
+    sql = flink_peer.statements({"schemas": schemas, "joins": joins,
+                                 "folders": ["/d/input0", "/d/input1", "/d/input2"]})
+    assert sql["join"] == (
+        "INSERT INTO join_sink SELECT t0.`k0`, t0.`t0`, t1.`k1`, t1.`t1`, t2.`k2`, t2.`t2` "
+        "FROM input0 t0 LEFT JOIN input1 t1 ON t0.`k0` = t1.`k1` AND t1.`t1` > t0.`t0` "
+        "INNER JOIN input2 t2 ON t0.`k0` = t2.`k2`")
+    assert "(`k0` INT, `t0` TIMESTAMP(3), `k1` INT" in sql["ddl"][3]
+    assert sql["ddl"][4] == ("CREATE TEMPORARY TABLE scan_sink (`k0` INT) WITH "
+                             "('connector' = 'blackhole')")
+    assert sql["scan"] == ("INSERT INTO scan_sink SELECT `k0` FROM input0 UNION ALL "
+                           "SELECT `k1` FROM input1 UNION ALL SELECT `k2` FROM input2")
 
 
 def test_spark_types_map_to_flink_types():

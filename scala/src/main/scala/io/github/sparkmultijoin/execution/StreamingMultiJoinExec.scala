@@ -212,13 +212,20 @@ case class StreamingMultiJoinExec(
     children.indices.map { input =>
       StatefulOperatorCustomSumMetric(rowsOfInputMetric(input), s"rows of input $input in state")
     } :+ StatefulOperatorCustomSumMetric(NullPaddedRowsMetric, "null-padded rows emitted") :+
-      StatefulOperatorCustomSumMetric(ExpiredRowsMetric, "rows dropped by the state TTL")
+      StatefulOperatorCustomSumMetric(ExpiredRowsMetric, "rows dropped by the state TTL") :+
+      StatefulOperatorCustomSumMetric(PrefixScansMetric,
+        "reads of an input's stored rows under a key (one prefix scan each)") :+
+      StatefulOperatorCustomSumMetric(PrefixScanTimeMetric, "time reading stored rows (ms)")
 
   private def rowsOfInputMetric(input: Int): String = s"numRowsInput$input"
 
   private val NullPaddedRowsMetric = "numNullPaddedRows"
 
   private val ExpiredRowsMetric = "numRowsExpiredByTtl"
+
+  private val PrefixScansMetric = "numPrefixScans"
+
+  private val PrefixScanTimeMetric = "prefixScanTimeMs"
 
   // A batch without data is worth running when the watermark moved and rows may be due.
   override def shouldRunAnotherBatch(newInputWatermark: Long): Boolean =
@@ -312,6 +319,8 @@ case class StreamingMultiJoinExec(
     state.rowCounts.zipWithIndex.foreach { case (rows, input) =>
       longMetric(rowsOfInputMetric(input)) += rows
     }
+    longMetric(PrefixScansMetric) += state.numPrefixScans
+    longMetric(PrefixScanTimeMetric) += state.prefixScanTimeMs
     val storeMetrics = store.metrics
     longMetric("stateMemory") += storeMetrics.memoryUsedBytes
     setStoreCustomMetrics(storeMetrics.customMetrics)

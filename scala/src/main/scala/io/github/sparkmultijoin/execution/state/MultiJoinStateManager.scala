@@ -1,5 +1,7 @@
 package io.github.sparkmultijoin.execution.state
 
+import java.util.concurrent.TimeUnit.NANOSECONDS
+
 import scala.collection.mutable.ArrayBuffer
 import scala.jdk.CollectionConverters._
 import scala.reflect.ClassTag
@@ -98,6 +100,9 @@ class MultiJoinStateManager(
   }.toArray
   private var stored = 0L
   private var evicted = 0L
+  // What reading stored rows costs: a prefix scan per input and key read from the store.
+  private var prefixScans = 0L
+  private var prefixScanNs = 0L
 
   // The keys this batch stored rows under; per input, whether the rows kept in memory are all
   // it has stored (it had none before this batch, and none were removed since).
@@ -131,6 +136,7 @@ class MultiJoinStateManager(
 
   private def rowsInStore(input: Int, key: UnsafeRow): KeyRows = {
     val earlier, added = ArrayBuffer.empty[UnsafeRow]
+    val startNs = System.nanoTime
     val scan = store.prefixScan(key, rowFamilies(input))
     try {
       scan.foreach { pair =>
@@ -140,6 +146,8 @@ class MultiJoinStateManager(
     } finally {
       scan.close()
     }
+    prefixScans += 1
+    prefixScanNs += System.nanoTime - startNs
     val numEarlier = earlier.length
     new KeyRows((earlier ++= added).toArray, numEarlier)
   }
@@ -268,6 +276,12 @@ class MultiJoinStateManager(
   def numStoredRows: Long = stored
 
   def numEvictedRows: Long = evicted
+
+  /** How many reads of an input's rows under a key went to the store (one prefix scan each). */
+  def numPrefixScans: Long = prefixScans
+
+  /** The time those reads took, copying the rows included. */
+  def prefixScanTimeMs: Long = NANOSECONDS.toMillis(prefixScanNs)
 
   def commit(): Unit = {
     storedCounts.zipWithIndex.foreach { case (count, input) =>

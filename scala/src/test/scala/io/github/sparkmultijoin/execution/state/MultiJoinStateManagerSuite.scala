@@ -307,9 +307,11 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
         // Taken out of the store behind the manager's back: only a read from memory sees it.
         assert(removeBehindBack(store, 2, 1) == 1)
         assert(valuesUnder(state, 2, 1) == Seq(1))
+        assert(state.numPrefixScans == 0, "a read from memory scans nothing")
         // Well past 2000 bytes: the rows are dropped from memory and read from the store.
         (2 to 100).foreach(v => append(state, 2, 1, v))
         assert(valuesUnder(state, 2, 1) == (2 to 100))
+        assert(state.numPrefixScans == 1, "a read from the store is one prefix scan")
         state.commit()
       } finally {
         state.abortIfNotCommitted()
