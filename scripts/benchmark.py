@@ -111,20 +111,27 @@ def time_bounded(keys: int, n_batches: int) -> Workload:
                 at = START + timedelta(seconds=base + (rng.uniform(-20, 20) if i else 0))
                 batches[i][b].append({f"k{i}": key, f"v{i}": b, f"t{i}": at.isoformat()})
 
-    def query(frames: list[DataFrame]) -> DataFrame:
-        frames = [frame.withWatermark(f"t{i}", "30 seconds") for i, frame in enumerate(frames)]
-        joined = frames[0]
-        for i in range(1, n_inputs):
-            joined = joined.join(frames[i], F.expr(
-                f"k0 = k{i} AND t{i} BETWEEN t0 - INTERVAL 30 SECONDS "
-                "AND t0 + INTERVAL 30 SECONDS"))
-            joined = joined.drop(f"t{i}")  # Spark's chain runs only with one event time left
-        return joined
-
     schemas = [f"k{i} int, v{i} int, t{i} timestamp" for i in range(n_inputs)]
     return Workload("time_bounded", f"4 inputs x {keys} keys x {n_batches} batches, "
                     "bounded to +-30 s of input 0, 30 s watermark delay", schemas, batches,
-                    query, check_flat_state=True)
+                    bounded_star("inner"), check_flat_state=True)
+
+
+def bounded_star(how: str) -> Callable[[list[DataFrame]], DataFrame]:
+    """Input 0 joined (`how`) with each other input on the key, each within 30 s of input 0,
+    30 s watermark delay; each other input's time dropped after its join, as Spark's chain runs
+    only with one event time left."""
+
+    def query(frames: list[DataFrame]) -> DataFrame:
+        frames = [frame.withWatermark(f"t{i}", "30 seconds") for i, frame in enumerate(frames)]
+        joined = frames[0]
+        for i in range(1, len(frames)):
+            joined = joined.join(frames[i], F.expr(
+                f"k0 = k{i} AND t{i} BETWEEN t0 - INTERVAL 30 SECONDS "
+                "AND t0 + INTERVAL 30 SECONDS"), how).drop(f"t{i}")
+        return joined
+
+    return query
 
 
 def outer_star(keys: int, n_batches: int, fan_out: int, n_inputs: int = 10) -> Workload:
@@ -155,16 +162,6 @@ def outer_star(keys: int, n_batches: int, fan_out: int, n_inputs: int = 10) -> W
     for i, rows in enumerate(batches):
         rows.append([{f"k{i}": keys, f"v{i}": 0, f"t{i}": timestamp(flush_at)}])
 
-    def query(frames: list[DataFrame]) -> DataFrame:
-        frames = [frame.withWatermark(f"t{i}", "30 seconds") for i, frame in enumerate(frames)]
-        joined = frames[0]
-        for i in range(1, n_inputs):
-            joined = joined.join(frames[i], F.expr(
-                f"k0 = k{i} AND t{i} BETWEEN t0 - INTERVAL 30 SECONDS "
-                "AND t0 + INTERVAL 30 SECONDS"), "left_outer")
-            joined = joined.drop(f"t{i}")  # Spark's chain runs only with one event time left
-        return joined
-
     # Flink's MultiJoin runs no interval joins: its LEFT JOINs carry the bound as a predicate.
     flink_joins = [["LEFT", f"t0.`k0` = t{i}.`k{i}` AND t{i}.`t{i}` BETWEEN "
                     f"t0.`t0` - INTERVAL '30' SECOND AND t0.`t0` + INTERVAL '30' SECOND"]
@@ -172,7 +169,8 @@ def outer_star(keys: int, n_batches: int, fan_out: int, n_inputs: int = 10) -> W
     schemas = [f"k{i} int, v{i} int, t{i} timestamp" for i in range(n_inputs)]
     return Workload("outer_star", f"{n_inputs}-way LEFT OUTER star, 1 row and {fan_out} per key "
                     f"and batch, {keys} keys x {n_batches} batches (and a flush batch), bounded "
-                    "to +-30 s of input 0, 30 s watermark delay", schemas, batches, query,
+                    "to +-30 s of input 0, 30 s watermark delay", schemas, batches,
+                    bounded_star("left_outer"),
                     flink_peer=True, flink_joins=flink_joins)
 
 
