@@ -581,73 +581,11 @@ def run_benchmark(spark: SparkSession, chosen: list[Workload], out: Path, work: 
         inputs(workload, folder).write()
         print(f"[{index}/{len(chosen)}] {workload.name}: {workload.description}, "
               f"{workload.input_rows} input rows", flush=True)
-        result = {"workload": workload.name, "description": workload.description,
-                  "input_rows": workload.input_rows}
-        for mode, enabled in (("chain", False), ("multi_join", True)):
-            print(f"    {mode:<10} running ...", end="", flush=True)
-            result[mode] = run_mode(spark, workload, folder, enabled)
-            print(f"\r    {mode:<10} {result[mode]['wall_seconds']:>7.1f} s, "
-                  f"{result[mode]['output_rows']} output rows, "
-                  f"{result[mode]['state_rows_peak']} peak state rows", flush=True)
-        (result["batch_query_seconds"],
-         result["multi_join_one_trigger_seconds"]) = batch_query_and_one_trigger(
-            spark, workload, folder, times=1 if tiny else 5)
-        files, times = len(workload.batches[0]), 1 if tiny else 3
-        result["streaming_floor_seconds"] = streaming_floor(spark, workload, folder, times=times)
-        result["streaming_floor_one_trigger_seconds"] = streaming_floor(
-            spark, workload, folder, files_per_trigger=files, times=times)
-        result["stored_rows_one_trigger_seconds"] = streaming_floor(
-            spark, workload, folder, files_per_trigger=files, store_rows=True, times=times)
-        result["stored_rows_seconds"] = streaming_floor(spark, workload, folder, store_rows=True,
-                                                        times=times)
-        result["batch_query_rows"] = workload.query(inputs(workload, folder).tables(spark)).count()
-        chain, multi = result["chain"], result["multi_join"]
-        if not chain["output_rows"] == multi["output_rows"] == result["batch_query_rows"]:
-            raise SystemExit(f"{workload.name}: output rows differ: {chain['output_rows']} with "
-                             f"Spark's chain, {multi['output_rows']} with the multi-join, "
-                             f"{result['batch_query_rows']} with the batch query")
-        if not multi["multi_join_in_plan"] or chain["multi_join_in_plan"]:
-            raise SystemExit(f"{workload.name}: the plans are not the two modes")
-        result["ratios"] = {
-            "state_rows_peak": ratio(chain["state_rows_peak"], multi["state_rows_peak"]),
-            "state_bytes": ratio(chain["state_bytes_on_disk"], multi["state_bytes_on_disk"]),
-            "wall_time": ratio(chain["wall_seconds"], multi["wall_seconds"]),
-            # The floor target: the same join over the same rows, streaming against batch.
-            "multi_join_one_trigger_over_batch_query": ratio(
-                result["multi_join_one_trigger_seconds"], result["batch_query_seconds"]),
-            "multi_join_one_trigger_over_stateless_one_trigger": ratio(
-                result["multi_join_one_trigger_seconds"],
-                result["streaming_floor_one_trigger_seconds"]),
-            "multi_join_one_trigger_over_stored_rows_one_trigger": ratio(
-                result["multi_join_one_trigger_seconds"],
-                result["stored_rows_one_trigger_seconds"]),
-            "multi_join_over_batch_query": ratio(multi["wall_seconds"],
-                                                 result["batch_query_seconds"]),
-            "multi_join_over_stateless_stream": ratio(multi["wall_seconds"],
-                                                      result["streaming_floor_seconds"]),
-            "multi_join_over_stored_rows": ratio(multi["wall_seconds"],
-                                                 result["stored_rows_seconds"]),
-        }
+        result = measured_workload(spark, workload, folder, tiny)
         if flink and workload.flink_peer:
-            print("    flink      running ...", end="", flush=True)
-            result["flink"] = peer = run_flink_peer(workload, folder, times=2)
-            print(f"\r    flink      MultiJoin {peer['multi_join']['seconds']:.1f} s, binary "
-                  f"joins {peer['binary_joins']['seconds']:.1f} s, scan only "
-                  f"{peer['scan_only']['seconds']:.1f} s, {peer['output_rows']} output rows",
-                  flush=True)
-            if peer["output_rows"] != multi["output_rows"]:
-                raise SystemExit(f"{workload.name}: output rows differ: {multi['output_rows']} "
-                                 f"with Spark, {peer['output_rows']} with Flink")
-            if (not peer["multi_join"]["multi_join_in_plan"]
-                    or peer["binary_joins"]["multi_join_in_plan"]):
-                raise SystemExit(f"{workload.name}: Flink's plans are not the two modes")
+            result["flink"] = flink_peer_result(workload, folder, result["multi_join"])
         elif flink:
             print(f"    flink      no Flink peer for {workload.name}", flush=True)
-        if workload.check_flat_state:
-            # Flat: over the second half of the data batches, the state varies by under 50%.
-            states = multi["state_rows_per_data_batch"]
-            later = states[len(states) // 2:]
-            result["multi_join_state_flat"] = max(later) <= 1.5 * max(1, min(later))
         print(f"    ratios chain/multi: {result['ratios']}", flush=True)
         results.append(result)
 
@@ -658,6 +596,89 @@ def run_benchmark(spark: SparkSession, chosen: list[Workload], out: Path, work: 
     (out / "results.md").write_text(markdown(results))
     chart(results, out / "state_and_batch_duration.png")
     print(f"wrote results.json, results.md and state_and_batch_duration.png to {out}")
+
+
+
+def measured_workload(spark: SparkSession, workload: Workload, folder: Path, tiny: bool) -> dict:
+    """Both modes of `workload` over the files in `folder`, with their floors and ratios; fails
+    where the modes' output rows differ from each other or from the batch query's."""
+    result = {"workload": workload.name, "description": workload.description,
+              "input_rows": workload.input_rows}
+    for mode, enabled in (("chain", False), ("multi_join", True)):
+        print(f"    {mode:<10} running ...", end="", flush=True)
+        result[mode] = run_mode(spark, workload, folder, enabled)
+        print(f"\r    {mode:<10} {result[mode]['wall_seconds']:>7.1f} s, "
+              f"{result[mode]['output_rows']} output rows, "
+              f"{result[mode]['state_rows_peak']} peak state rows", flush=True)
+    (result["batch_query_seconds"],
+     result["multi_join_one_trigger_seconds"]) = batch_query_and_one_trigger(
+        spark, workload, folder, times=1 if tiny else 5)
+    files, times = len(workload.batches[0]), 1 if tiny else 3
+    result["streaming_floor_seconds"] = streaming_floor(spark, workload, folder, times=times)
+    result["streaming_floor_one_trigger_seconds"] = streaming_floor(
+        spark, workload, folder, files_per_trigger=files, times=times)
+    result["stored_rows_one_trigger_seconds"] = streaming_floor(
+        spark, workload, folder, files_per_trigger=files, store_rows=True, times=times)
+    result["stored_rows_seconds"] = streaming_floor(spark, workload, folder, store_rows=True,
+                                                    times=times)
+    result["batch_query_rows"] = workload.query(inputs(workload, folder).tables(spark)).count()
+    chain, multi = result["chain"], result["multi_join"]
+    if not chain["output_rows"] == multi["output_rows"] == result["batch_query_rows"]:
+        raise SystemExit(f"{workload.name}: output rows differ: {chain['output_rows']} with "
+                         f"Spark's chain, {multi['output_rows']} with the multi-join, "
+                         f"{result['batch_query_rows']} with the batch query")
+    if not multi["multi_join_in_plan"] or chain["multi_join_in_plan"]:
+        raise SystemExit(f"{workload.name}: the plans are not the two modes")
+    result["ratios"] = ratios(result)
+    if workload.check_flat_state:
+        # Flat: over the second half of the data batches, the state varies by under 50%.
+        states = multi["state_rows_per_data_batch"]
+        later = states[len(states) // 2:]
+        result["multi_join_state_flat"] = max(later) <= 1.5 * max(1, min(later))
+    return result
+
+
+def ratios(result: dict) -> dict:
+    """Spark's chain against the multi-join, and the multi-join against its floors."""
+    chain, multi = result["chain"], result["multi_join"]
+    return {
+        "state_rows_peak": ratio(chain["state_rows_peak"], multi["state_rows_peak"]),
+        "state_bytes": ratio(chain["state_bytes_on_disk"], multi["state_bytes_on_disk"]),
+        "wall_time": ratio(chain["wall_seconds"], multi["wall_seconds"]),
+        # The floor target: the same join over the same rows, streaming against batch.
+        "multi_join_one_trigger_over_batch_query": ratio(
+            result["multi_join_one_trigger_seconds"], result["batch_query_seconds"]),
+        "multi_join_one_trigger_over_stateless_one_trigger": ratio(
+            result["multi_join_one_trigger_seconds"],
+            result["streaming_floor_one_trigger_seconds"]),
+        "multi_join_one_trigger_over_stored_rows_one_trigger": ratio(
+            result["multi_join_one_trigger_seconds"],
+            result["stored_rows_one_trigger_seconds"]),
+        "multi_join_over_batch_query": ratio(multi["wall_seconds"],
+                                             result["batch_query_seconds"]),
+        "multi_join_over_stateless_stream": ratio(multi["wall_seconds"],
+                                                  result["streaming_floor_seconds"]),
+        "multi_join_over_stored_rows": ratio(multi["wall_seconds"],
+                                             result["stored_rows_seconds"]),
+    }
+
+
+def flink_peer_result(workload: Workload, folder: Path, multi: dict) -> dict:
+    """Flink's peer of `workload` on the same files; fails where its output rows are not the
+    multi-join's `multi` or its plans are not its two modes."""
+    print("    flink      running ...", end="", flush=True)
+    peer = run_flink_peer(workload, folder, times=2)
+    print(f"\r    flink      MultiJoin {peer['multi_join']['seconds']:.1f} s, binary "
+          f"joins {peer['binary_joins']['seconds']:.1f} s, scan only "
+          f"{peer['scan_only']['seconds']:.1f} s, {peer['output_rows']} output rows",
+          flush=True)
+    if peer["output_rows"] != multi["output_rows"]:
+        raise SystemExit(f"{workload.name}: output rows differ: {multi['output_rows']} "
+                         f"with Spark, {peer['output_rows']} with Flink")
+    if (not peer["multi_join"]["multi_join_in_plan"]
+            or peer["binary_joins"]["multi_join_in_plan"]):
+        raise SystemExit(f"{workload.name}: Flink's plans are not the two modes")
+    return peer
 
 
 if __name__ == "__main__":
