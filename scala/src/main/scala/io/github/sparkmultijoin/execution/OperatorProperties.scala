@@ -158,7 +158,8 @@ object OperatorProperties {
 
   private def columns(schema: StructType): String = schema.fields.map(_.toDDL).mkString(", ")
 
-  private def describe(maxTables: Option[Int]): String =
+  /** A value of `multi-join.max-tables` as its restart errors name it. */
+  private[sparkmultijoin] def describe(maxTables: Option[Int]): String =
     maxTables.map(_.toString).getOrElse("(unset)")
 
   /** The joins of `tree` as EXPLAIN shows them: `input2 LEFT OUTER to input0`. */

@@ -7,7 +7,7 @@ import io.github.sparkmultijoin.logical.MultiJoin
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.rules.Rule
-import org.apache.spark.sql.execution.streaming.state.{OperatorStateMetadataV2, StateStoreErrors}
+import org.apache.spark.sql.execution.streaming.state.StateStoreErrors
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
 
@@ -31,10 +31,8 @@ case class ValidateMultiJoinRestart(session: SparkSession) extends Rule[LogicalP
       SparkInternals.restartedState(session).foreach { case (stateLocation, previousBatch) =>
         val recorded = MultiJoinStateReader.statefulOperators(stateLocation, previousBatch,
           SparkInternals.newHadoopConf(session))
-        val before = recorded.collect {
-          case (id, Some(metadata: OperatorStateMetadataV2))
-              if metadata.operatorInfo.operatorName == MultiJoin.OperatorName =>
-            id -> OperatorProperties.fromJson(metadata.operatorPropertiesJson)
+        val before = MultiJoinStateReader.multiJoins(recorded).map { case (id, metadata) =>
+          id -> OperatorProperties.fromJson(metadata.operatorPropertiesJson)
         }
         val now = plan.collect { case multiJoin: MultiJoin => multiJoin.operatorId }
         if (recorded.exists(_._2.isDefined)) {
@@ -87,9 +85,8 @@ object ValidateMultiJoinRestart {
         "joins, or by a version of spark-multijoin that did not fuse these joins. Set the " +
         "setting back for this query, or start a new checkpoint.")
     } else if (maxTablesBefore.exists(_ != maxTablesNow)) {
-      def describe(maxTables: Option[Int]) = maxTables.map(_.toString).getOrElse("(unset)")
-      StateStoreErrors.invalidConfigChangedAfterRestart(
-        MultiJoinConf.MAX_TABLES.key, describe(maxTablesBefore.get), describe(maxTablesNow))
+      StateStoreErrors.invalidConfigChangedAfterRestart(MultiJoinConf.MAX_TABLES.key,
+        OperatorProperties.describe(maxTablesBefore.get), OperatorProperties.describe(maxTablesNow))
     } else {
       new IllegalStateException(s"This query cannot resume from its checkpoint: $what. Its " +
         "joins changed since the checkpoint was written (the driver log says why a chain " +

@@ -109,10 +109,7 @@ object MultiJoinStateReader {
       operatorId: Option[Long],
       hadoopConf: Configuration): MultiJoinOperator = {
     val operators = statefulOperators(new Path(checkpoint, "state"), batch, hadoopConf)
-    val multiJoins = operators.collect {
-      case (id, Some(metadata: OperatorStateMetadataV2))
-          if metadata.operatorInfo.operatorName == MultiJoin.OperatorName => id -> metadata
-    }
+    val multiJoins = this.multiJoins(operators)
     def found = if (operators.isEmpty) "it has no stateful operator"
     else "its stateful " +
       "operators are " + operators.map { case (id, metadata) =>
@@ -133,6 +130,14 @@ object MultiJoinStateReader {
   }
 
   /** Each stateful operator's id and its metadata as of `batch`, where it can be read. */
+  /** The multi-joins among a checkpoint's `operators` ([[statefulOperators]]), by id. */
+  def multiJoins(operators: Seq[(Long, Option[OperatorStateMetadata])])
+      : Seq[(Long, OperatorStateMetadataV2)] =
+    operators.collect {
+      case (id, Some(metadata: OperatorStateMetadataV2))
+          if metadata.operatorInfo.operatorName == MultiJoin.OperatorName => id -> metadata
+    }
+
   /**
    * Every stateful operator of the checkpoint whose state is at `stateLocation`, by id, with its
    * metadata as of `batch` where it can be read.

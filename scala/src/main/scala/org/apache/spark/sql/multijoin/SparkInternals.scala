@@ -14,7 +14,7 @@ import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.classic
 import org.apache.spark.sql.execution.streaming.checkpointing.{CommitLog, OffsetSeqLog, OffsetSeqMetadata}
 import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
-import org.apache.spark.sql.execution.streaming.runtime.StreamExecution
+import org.apache.spark.sql.execution.streaming.runtime.{IncrementalExecution, StreamExecution}
 import org.apache.spark.sql.execution.streaming.state.StateStoreCoordinatorRef
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{DataType, StructType}
@@ -43,15 +43,24 @@ object SparkInternals {
    * takes the session's).
    */
   def stateInfo(session: SparkSession, operatorId: Long): Option[StatefulOperatorStateInfo] =
+    currentExecution(session).map { execution =>
+      StatefulOperatorStateInfo(
+        checkpointLocation = execution.checkpointLocation,
+        queryRunId = execution.runId,
+        operatorId = operatorId,
+        storeVersion = execution.currentBatchId,
+        numPartitions = execution.numStateStores)
+    }
+
+  /**
+   * The IncrementalExecution of the micro-batch being planned or run on this thread: the
+   * running query's `lastExecution`, set before planning starts; None outside a running query.
+   */
+  private def currentExecution(session: SparkSession): Option[IncrementalExecution] =
     for {
       query <- runningQuery(session)
       execution <- Option(query.lastExecution)
-    } yield StatefulOperatorStateInfo(
-      checkpointLocation = execution.checkpointLocation,
-      queryRunId = execution.runId,
-      operatorId = operatorId,
-      storeVersion = execution.currentBatchId,
-      numPartitions = execution.numStateStores)
+    } yield execution
 
   /** The streaming query whose micro-batch runs on this thread, if any. */
   private def runningQuery(session: SparkSession): Option[StreamExecution] =
@@ -102,10 +111,7 @@ object SparkInternals {
   def inputWatermarks(
       session: SparkSession,
       stateInfo: StatefulOperatorStateInfo): Option[(Long, Long)] =
-    for {
-      query <- runningQuery(session)
-      execution <- Option(query.lastExecution)
-    } yield {
+    currentExecution(session).map { execution =>
       val propagator = execution.watermarkPropagator
       (propagator.getInputWatermarkForLateEvents(stateInfo.storeVersion, stateInfo.operatorId),
         propagator.getInputWatermarkForEviction(stateInfo.storeVersion, stateInfo.operatorId))
@@ -116,10 +122,7 @@ object SparkInternals {
    * a retried batch sees the same); None outside a running query.
    */
   def batchTimestampMs(session: SparkSession): Option[Long] =
-    for {
-      query <- runningQuery(session)
-      execution <- Option(query.lastExecution)
-    } yield execution.offsetSeqMetadata.batchTimestampMs
+    currentExecution(session).map(_.offsetSeqMetadata.batchTimestampMs)
 
   /**
    * Where the query running on this thread keeps its state, and the micro-batch before the one
@@ -127,11 +130,9 @@ object SparkInternals {
    * operators against the checkpoint's); None otherwise.
    */
   def restartedState(session: SparkSession): Option[(Path, Long)] =
-    for {
-      query <- runningQuery(session)
-      execution <- Option(query.lastExecution)
-      if execution.isFirstBatch && execution.currentBatchId > 0
-    } yield (new Path(execution.checkpointLocation), execution.currentBatchId - 1)
+    currentExecution(session)
+      .filter(execution => execution.isFirstBatch && execution.currentBatchId > 0)
+      .map(execution => (new Path(execution.checkpointLocation), execution.currentBatchId - 1))
 
   // Reading a checkpoint offline (MultiJoinStateReader), as Spark's state data source does.
 
