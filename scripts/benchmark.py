@@ -33,7 +33,7 @@ Flink peer yet.
 multi-join, Spark's deduplication and the stateless query over the same micro-batches, each
 once after a warm-up run; per micro-batch with data after the first, the engine's phases from
 the progress (durationMs) and the stateful operators' metrics (state store instances, update
-and commit times, RocksDB's load, changelog commit, gets, and the multi-join's prefix scans).
+and commit times, RocksDB's load, changelog commit, gets, and the multi-join's key reads).
 It writes `breakdown.json` and `breakdown.md` to --out.
 """
 
@@ -322,15 +322,15 @@ def unioned_rows(spark: SparkSession, workload: Workload, folder: Path, files_pe
 ENGINE_PHASES = ("latestOffset", "getBatch", "queryPlanning", "walCommit", "addBatch",
                  "commitOffsets")
 # The stateful operators' own metrics and their stores' (summed over partitions: task ms, which
-# two cores run in about half the wall time). numPrefixScans and prefixScanTimeMs are the
-# multi-join's reads of stored rows; Spark's RocksDB store counts gets, not prefix scans. Left
-# out: rocksdbFilesCopied, which repeats the last snapshot upload's count in every later batch.
+# two cores run in about half the wall time). numKeyReads and keyReadTimeMs are the
+# multi-join's reads of stored rows, one RocksDB get per key, which Spark's store counts among
+# its gets too. Left out: rocksdbFilesCopied, which repeats the last snapshot upload's count in every later batch.
 STATE_METRICS = ("numStateStoreInstances", "allUpdatesTimeMs", "allRemovalsTimeMs",
                  "commitTimeMs")
 STORE_METRICS = ("rocksdbLoadLatencyMs", "rocksdbChangeLogWriterCommitLatencyMs",
                  "rocksdbCommitFileSyncLatencyMs", "rocksdbCommitCheckpointLatency",
                  "rocksdbGetCount", "rocksdbGetLatency", "rocksdbPutCount",
-                 "rocksdbPutLatency", "numPrefixScans", "prefixScanTimeMs")
+                 "rocksdbPutLatency", "numKeyReads", "keyReadTimeMs")
 
 
 def batch_cost(progress: list[dict]) -> dict:
@@ -392,8 +392,8 @@ def breakdown_markdown(breakdown: list[dict]) -> str:
         ("rocksdbLoadLatencyMs", "load ms"),
         ("rocksdbChangeLogWriterCommitLatencyMs", "changelog commit ms"),
         ("rocksdbCommitCheckpointLatency", "checkpoint ms"), ("rocksdbGetCount", "gets"),
-        ("rocksdbGetLatency", "get ms"), ("numPrefixScans", "prefix scans"),
-        ("prefixScanTimeMs", "prefix scan ms"))
+        ("rocksdbGetLatency", "get ms"), ("numKeyReads", "key reads"),
+        ("keyReadTimeMs", "key read ms"))
     lines = ["| workload | query | " + " | ".join(title for _, title in columns) + " |",
              "| --- | --- |" + " ---: |" * len(columns)]
     for row in breakdown:

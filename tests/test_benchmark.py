@@ -40,7 +40,7 @@ def _progress(batch_id: int, input_rows: int, trigger_ms: int, add_batch_ms: int
 
 def test_batch_cost_averages_the_data_batches_after_the_first_and_sums_the_operators():
     benchmark = load_module(BENCHMARK)
-    operator = {"commitTimeMs": 10, "customMetrics": {"numPrefixScans": 4}}
+    operator = {"commitTimeMs": 10, "customMetrics": {"numKeyReads": 4}}
     progress = [
         _progress(0, 100, 5000, 4000, [operator, operator]),  # the first: reported on its own
         _progress(1, 100, 1000, 600, [operator, {"commitTimeMs": 30, "customMetrics": {}}]),
@@ -52,7 +52,7 @@ def test_batch_cost_averages_the_data_batches_after_the_first_and_sums_the_opera
     assert cost["trigger_ms"] == 2000 and cost["addBatch"] == 1000
     assert cost["other"] == 1000, "the trigger's time outside the engine's phases"
     assert cost["commitTimeMs"] == 30, "(10 + 30 + 10 + 10) / 2"
-    assert cost["numPrefixScans"] == 6, "(4 + 0 + 4 + 4) / 2"
+    assert cost["numKeyReads"] == 6, "(4 + 0 + 4 + 4) / 2"
     table = benchmark.breakdown_markdown([{"workload": "w", "query": "q", **cost}])
     assert table.splitlines()[2].startswith("| w | q | 5,000 | 2,000 |")
 

@@ -37,7 +37,7 @@ def configure_spark_with_multijoin(builder: SparkSession.Builder) -> SparkSessio
 
     Adds the bundled jar to `spark.jars` and the extension to `spark.sql.extensions`, after
     what is already there, and sets the RocksDB state store provider unless one was chosen
-    (the multi-join keeps one column family per input). Unless set, it also turns on RocksDB's
+    (the multi-join keeps its state in column families). Unless set, it also turns on RocksDB's
     changelog checkpointing: a commit then writes the batch's changes rather than a snapshot of
     the store, which Spark supports on new and existing checkpoints alike. The extension starts
     disabled: turn it on with `spark.conf.set("multi-join.enabled", True)` or

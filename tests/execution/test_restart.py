@@ -53,7 +53,7 @@ def test_restart_resumes_with_state(spark, tmp_path):
     assert [[(field["name"], field["type"]) for field in schema["fields"]]
             for schema in properties.pop("inputSchemas")] == [
         [("k", "integer"), (f"v{i}", "integer")] for i in range(N_INPUTS)]
-    assert properties == {"stateFormatVersion": 2, "maxTables": None,
+    assert properties == {"stateFormatVersion": 3, "maxTables": None,
                           "joinTree": {"parents": [None] * N_INPUTS, "outerOrder": [],
                                        "fullOuter": []},
                           "storeTimes": False}

@@ -204,18 +204,20 @@ case class StreamingMultiJoinExec(
 
   /**
    * The version of the state layout ([[MultiJoinStateManager]]). 1 (recorded as no version):
-   * 0.1.0, which also kept a `matched` family of bit masks for outer joins; 2: without it.
+   * a family of rows per input, and a `matched` family of bit masks for outer joins; 2: without
+   * the `matched` family; 3: one family of every input's rows, by join key, which the state
+   * manager moves version 2's rows into.
    */
-  private val StateFormatVersion = 2
+  private val StateFormatVersion = 3
 
   override def customStatefulOperatorMetrics: Seq[StatefulOperatorCustomMetric] =
     children.indices.map { input =>
       StatefulOperatorCustomSumMetric(rowsOfInputMetric(input), s"rows of input $input in state")
     } :+ StatefulOperatorCustomSumMetric(NullPaddedRowsMetric, "null-padded rows emitted") :+
       StatefulOperatorCustomSumMetric(ExpiredRowsMetric, "rows dropped by the state TTL") :+
-      StatefulOperatorCustomSumMetric(PrefixScansMetric,
-        "reads of an input's stored rows under a key (one prefix scan each)") :+
-      StatefulOperatorCustomSumMetric(PrefixScanTimeMetric, "time reading stored rows (ms)")
+      StatefulOperatorCustomSumMetric(KeyReadsMetric,
+        "reads of the rows stored under a key (one point lookup each)") :+
+      StatefulOperatorCustomSumMetric(KeyReadTimeMetric, "time reading stored rows (ms)")
 
   private def rowsOfInputMetric(input: Int): String = s"numRowsInput$input"
 
@@ -223,9 +225,9 @@ case class StreamingMultiJoinExec(
 
   private val ExpiredRowsMetric = "numRowsExpiredByTtl"
 
-  private val PrefixScansMetric = "numPrefixScans"
+  private val KeyReadsMetric = "numKeyReads"
 
-  private val PrefixScanTimeMetric = "prefixScanTimeMs"
+  private val KeyReadTimeMetric = "keyReadTimeMs"
 
   // A batch without data is worth running when the watermark moved and rows may be due.
   override def shouldRunAnotherBatch(newInputWatermark: Long): Boolean =
@@ -271,7 +273,7 @@ case class StreamingMultiJoinExec(
     TaskContext.get().addTaskCompletionListener[Unit](_ => state.abortIfNotCommitted())
     // A row past its TTL joins nothing from this batch on, so it goes before any row is joined.
     for (ttl <- stateTtlMs; now <- batchStartMs) {
-      longMetric(ExpiredRowsMetric) += children.indices.map(state.expire(_, now - ttl)).sum
+      longMetric(ExpiredRowsMetric) += state.expire(now - ttl)
     }
     val join = new CompiledJoin(keys, children.map(_.output), output, conjuncts, tree)
     val padder = new OuterJoinPadder(join, state, longMetric(NullPaddedRowsMetric))
@@ -298,9 +300,7 @@ case class StreamingMultiJoinExec(
     onExhaustion(rows.map { row => numOutputRows += 1; row }) {
       allUpdatesTimeMs(updateStartTimeNs)
       longMetric("allRemovalsTimeMs") += timeTakenMs {
-        for (input <- evictable; bound <- evictAtOrBelow(input)) {
-          state.evict(input, bound)
-        }
+        state.evict(evictable.flatMap(input => evictAtOrBelow(input).map(input -> _)): _*)
       }
       longMetric("commitTimeMs") += timeTakenMs(state.commit())
       reportState(state, store)
@@ -319,8 +319,8 @@ case class StreamingMultiJoinExec(
     state.rowCounts.zipWithIndex.foreach { case (rows, input) =>
       longMetric(rowsOfInputMetric(input)) += rows
     }
-    longMetric(PrefixScansMetric) += state.numPrefixScans
-    longMetric(PrefixScanTimeMetric) += state.prefixScanTimeMs
+    longMetric(KeyReadsMetric) += state.numKeyReads
+    longMetric(KeyReadTimeMetric) += state.keyReadTimeMs
     val storeMetrics = store.metrics
     longMetric("stateMemory") += storeMetrics.memoryUsedBytes
     setStoreCustomMetrics(storeMetrics.customMetrics)

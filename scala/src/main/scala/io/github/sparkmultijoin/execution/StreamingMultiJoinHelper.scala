@@ -269,8 +269,8 @@ class CompiledJoin(
  * at least one new row is emitted exactly once: a new row of input i joins all rows of the
  * inputs before i and the earlier rows of the inputs after it. This is the N-way delta join
  * `dA join B join C + A' join dB join C + A' join B' join dC`, where primes are states updated
- * by this batch. The inputs that added nothing under a key are read first, as the likeliest to
- * have no rows there, after which the key is dropped.
+ * by this batch. A key's rows of all inputs are read at once ([[MultiJoinStateManager.rowsUnder]]);
+ * a key under which an input has none is dropped.
  *
  * @param join        the compiled conditions and projections
  * @param state       the partition's state
@@ -287,9 +287,6 @@ class DeltaJoiner(
     lateAtOrBelowMicros: Option[Long],
     timeOrdinals: Seq[Option[Int]],
     numLateRows: SQLMetric) {
-
-  // Per set of inputs that added rows under a key (a bit mask), the order to read them in.
-  private val readOrders = mutable.HashMap.empty[Long, Array[Int]]
 
   /** Stores a new row, unless it is late or can join nothing; what it emits at once. */
   def store(input: Int, row: InternalRow): Iterator[InternalRow] = {
@@ -322,27 +319,21 @@ class DeltaJoiner(
     state.keysAdded.flatMap { case (key, addedInputs) => joinKey(key, addedInputs) }
 
   private def joinKey(key: UnsafeRow, addedInputs: Long): Iterator[InternalRow] = {
-    val order = readOrder(addedInputs)
-    val rowsOf = new Array[KeyRows](order.length)
-    var read = 0
-    while (read < order.length) {
-      rowsOf(order(read)) = state.rowsUnder(order(read), key)
-      if (rowsOf(order(read)).rows.isEmpty) return Iterator.empty
-      read += 1
-    }
-    order.iterator.filter(inMask(addedInputs, _)).flatMap { input =>
-      rowsOf(input).addedRows.iterator.flatMap { row =>
-        join.bindOnly(input, row)
-        join.combinations(join.deltaPlans(input),
-          probed =>
-            if (probed < input) rowsOf(probed).rows else rowsOf(probed).earlierRows
-        )(_ => join.project(join.bound.row))
+    val rowsOf = state.rowsUnder(key, everyInput = true)
+    if (rowsOf.exists(_.rows.isEmpty)) {
+      Iterator.empty
+    } else {
+      join.inputs.indices.iterator.filter(inMask(addedInputs, _)).flatMap { input =>
+        rowsOf(input).addedRows.iterator.flatMap { row =>
+          join.bindOnly(input, row)
+          join.combinations(join.deltaPlans(input),
+            probed =>
+              if (probed < input) rowsOf(probed).rows else rowsOf(probed).earlierRows
+          )(_ => join.project(join.bound.row))
+        }
       }
     }
   }
-
-  private def readOrder(addedInputs: Long): Array[Int] = readOrders.getOrElseUpdate(
-    addedInputs, join.inputs.indices.sortBy(inMask(addedInputs, _)).toArray)
 
   private def inMask(mask: Long, input: Int): Boolean = (mask & (1L << input)) != 0
 }
@@ -376,14 +367,14 @@ class OuterJoinPadder(
   private val outerOrder = tree.outerOrder.toArray
   private val firstInner = tree.innerInputs.head
   // The rows of each input under a key, read once per key in a batch's padding.
-  private val rowsByKey = mutable.HashMap.empty[UnsafeRow, mutable.HashMap[Int, Array[UnsafeRow]]]
+  private val rowsByKey = mutable.HashMap.empty[UnsafeRow, Array[KeyRows]]
 
   /** The null-padded output rows that `decider`'s newly final rows `rows` decide. */
   def padFinal(decider: Int, rows: Array[UnsafeRow]): Iterator[InternalRow] =
     rows.iterator.flatMap { row =>
       val key = join.keyProjections(decider)(row).copy()
-      val rowsOf = rowsByKey.getOrElseUpdate(key, mutable.HashMap.empty)
-      val stored = (input: Int) => rowsOf.getOrElseUpdate(input, state.rowsUnder(input, key).rows)
+      val rowsOf = rowsByKey.getOrElseUpdate(key, state.rowsUnder(key, everyInput = false))
+      val stored = (input: Int) => rowsOf(input).rows
       if (decider == firstInner) paddedWithInner(row, stored) else paddedFrom(decider, row, stored)
     }
 

@@ -2,6 +2,7 @@ package io.github.sparkmultijoin.execution.state
 
 import java.util.concurrent.TimeUnit.NANOSECONDS
 
+import scala.collection.mutable
 import scala.collection.mutable.ArrayBuffer
 import scala.jdk.CollectionConverters._
 import scala.reflect.ClassTag
@@ -9,27 +10,35 @@ import scala.reflect.ClassTag
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{BoundReference, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, NoPrefixKeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec, RangeKeyScanStateEncoderSpec, StateStore, StateStoreColFamilySchema}
-import org.apache.spark.sql.types.{BooleanType, DataType, IntegerType, LongType, StructField, StructType}
+import org.apache.spark.sql.types.{BinaryType, BooleanType, DataType, IntegerType, LongType, StructField, StructType}
 
 /**
  * The state of one partition of a multi-join: the input rows of every input, by join key.
  *
- * Layout, in one RocksDB state store per partition:
- *  - `input<i>`, one column family per input: key = the join key's columns, then `batchId` and
- *    `rowIndex` (longs: the batch that stored the row and its position among the rows this
- *    partition stored in that batch, which make every key unique); value = the input row. A
- *    prefix scan over the join key's columns reads an input's rows for one key.
+ * Layout (version 3), in one RocksDB state store per partition:
+ *  - `rows`: key = the join key's columns; values = one per stored row, of any input: the
+ *    input's index, `batchId` and `rowIndex` (the batch that stored the row and its position
+ *    among the rows this partition stored in that batch, which identify the row), and the row's
+ *    bytes (an UnsafeRow of the input's schema). A row is appended with RocksDB's merge, without
+ *    reading the key, and one point lookup reads every input's rows under a key.
  *  - `input<i>ByTime`, for an input with an event time: key = the event time (microseconds),
- *    then the row's key in `input<i>`; value = a placeholder. Its keys are ordered by event time,
- *    so eviction reads exactly the rows it removes and stops at the first one it keeps.
+ *    then the row's id (the join key's columns, `batchId`, `rowIndex`); value = a placeholder.
+ *    Its keys are ordered by event time, so eviction reads exactly the rows it removes and stops
+ *    at the first one it keeps.
  *  - `input<i>ByStoreTime`, only with a state TTL: key = the start time (ms) of the batch that
- *    stored the row, then the row's key in `input<i>`; value = a placeholder. Expiring reads
- *    exactly the rows it removes, as eviction does.
+ *    stored the row, then the row's id; value = a placeholder. Expiring reads exactly the rows
+ *    it removes, as eviction does.
  *  - `rowCounts`: key = input index, value = how many rows of that input are stored, so that the
  *    operator can report its rows per input (and in total) without scanning.
+ * Removing rows (eviction, expiry) rewrites each key's values once, with the rows kept.
  * Nothing but input rows and their index is stored: which outer inputs a row matched is read
- * from the rows themselves when it is needed. (Layout version 2; version 1 also kept a
- * `matched` family of bit masks per row with outer joins.)
+ * from the rows themselves when it is needed.
+ *
+ * Version 2 kept each input's rows in a family of their own, `input<i>`, keyed by the row's id,
+ * and read an input's rows under a key with a prefix scan: one per input and key, each a new
+ * RocksDB iterator. A store that still has such a family has its rows moved into `rows` when it
+ * is opened (the indexes are the same in both versions). Version 1 also kept a `matched` family
+ * of bit masks per row with outer joins, which version 2 no longer reads.
  *
  * A batch that is retried reloads the store at the batch's version, so its row indexes start
  * over without clashing with stored rows.
@@ -65,34 +74,34 @@ class MultiJoinStateManager(
     withStoreTimes = storeTimeMs.isDefined).values.foreach {
     schema =>
       store.createColFamilyIfAbsent(schema.colFamilyName, schema.keySchema, schema.valueSchema,
-        schema.keyStateEncoderSpec.get)
+        schema.keyStateEncoderSpec.get,
+        useMultipleValuesPerKey = schema.colFamilyName == RowsFamily)
   }
 
-  private val rowKeyWidth = stateKeySchema(keySchema).length
-  private val rowPosition = new GenericInternalRow(Array[Any](batchId, 0L))
+  private val numInputs = inputSchemas.length
+  private val inputWidths = inputSchemas.map(_.length).toArray
+  // In a row id: the join key's columns, then these two.
+  private val batchIdOrdinal = keySchema.length
+  private val rowIndexOrdinal = keySchema.length + 1
+
+  private val rowPosition = new GenericInternalRow(2)
   private val keyAndPosition = new JoinedRow
-  private val rowKeyProjection = UnsafeProjection.create(
-    stateKeySchema(keySchema).fields.zipWithIndex.map { case (field, ordinal) =>
-      BoundReference(ordinal, field.dataType, field.nullable)
-    }.toSeq)
-  private val timeAndRowKey = new JoinedRow
+  private val rowIdProjection = boundProjection(rowIdSchema(keySchema), 0)
+  private val joinKeyOfRowId = boundProjection(keySchema, 0)
+  private val timeAndRowId = new JoinedRow
   private val timeHolder = new GenericInternalRow(1)
-  private val timeKeyProjection = UnsafeProjection.create(
-    timeIndexKeySchema(keySchema).fields.zipWithIndex.map { case (field, ordinal) =>
-      BoundReference(ordinal, field.dataType, field.nullable)
-    }.toSeq)
-  private val rowKeyOfTimeKey = UnsafeProjection.create(
-    (1 to rowKeyWidth).map { ordinal =>
-      val field = timeIndexKeySchema(keySchema)(ordinal)
-      BoundReference(ordinal, field.dataType, field.nullable)
-    })
+  private val timeKeyProjection = boundProjection(timeIndexKeySchema(keySchema), 0)
+  private val rowIdOfTimeKey = boundProjection(rowIdSchema(keySchema), 1)
+  private val storedValue = new GenericInternalRow(StoredRowSchema.length)
+  private val storedValueProjection = boundProjection(StoredRowSchema, 0)
   private val placeholder = UnsafeProjection.create(Array[DataType](BooleanType))(
     InternalRow(true)).copy()
   private val countKey = UnsafeProjection.create(Array[DataType](IntegerType))
   private val countValue = UnsafeProjection.create(Array[DataType](LongType))
 
-  private val rowFamilies = inputSchemas.indices.map(rowFamily).toArray
   private val timeFamilies = inputSchemas.indices.map(timeFamily).toArray
+
+  moveVersion2Rows()
 
   private var nextRowIndex = 0L
   private val storedCounts = inputSchemas.indices.map { input =>
@@ -100,9 +109,9 @@ class MultiJoinStateManager(
   }.toArray
   private var stored = 0L
   private var evicted = 0L
-  // What reading stored rows costs: a prefix scan per input and key read from the store.
-  private var prefixScans = 0L
-  private var prefixScanNs = 0L
+  // What reading stored rows costs: one point lookup per key read from the store.
+  private var keyReads = 0L
+  private var keyReadNs = 0L
 
   // The keys this batch stored rows under; per input, whether the rows kept in memory are all
   // it has stored (it had none before this batch, and none were removed since).
@@ -117,63 +126,95 @@ class MultiJoinStateManager(
   def keysAdded: Iterator[(UnsafeRow, Long)] =
     batchKeys.entrySet.iterator.asScala.map(entry => (entry.getKey, entry.getValue.inputs))
 
-  /** The rows of `input` stored under `key`, this batch's included, copied to be held. */
-  def rowsUnder(input: Int, key: UnsafeRow): KeyRows =
-    if (readsFromMemory(input)) {
-      rowsInMemory(input, key)
-    } else {
-      rowsInStore(input, key)
-    }
+  /**
+   * Per input, its rows stored under `key`, this batch's included, copied to be held.
+   *
+   * @param everyInput whether the caller needs rows of every input (an inner join): then, where
+   *                   an input whose rows are all in memory has none under the key, the store is
+   *                   not read and the inputs read from it are given none
+   */
+  def rowsUnder(key: UnsafeRow, everyInput: Boolean): Array[KeyRows] = {
+    val inMemory = Array.tabulate(numInputs)(input =>
+      if (readsFromMemory(input)) rowsInMemory(input, key) else null)
+    def oneHasNone = inMemory.exists(rows => rows != null && rows.rows.isEmpty)
+    val fromStore =
+      if (inMemory.forall(_ != null) || (everyInput && oneHasNone)) Array.fill(numInputs)(NoRows)
+      else rowsInStore(key)
+    Array.tabulate(numInputs)(input => Option(inMemory(input)).getOrElse(fromStore(input)))
+  }
 
   private def rowsInMemory(input: Int, key: UnsafeRow): KeyRows = {
     val batchKey = batchKeys.get(key)
-    if (batchKey == null || batchKey.rows(input) == null) {
-      new KeyRows(Array.empty, numEarlier = 0)
-    } else {
-      new KeyRows(batchKey.rows(input).toArray, numEarlier = 0)
+    if (batchKey == null || batchKey.rows(input) == null) NoRows
+    else new KeyRows(batchKey.rows(input).toArray, numEarlier = 0)
+  }
+
+  private def rowsInStore(key: UnsafeRow): Array[KeyRows] = {
+    val startNs = System.nanoTime
+    val earlier, added = Array.fill(numInputs)(ArrayBuffer.empty[UnsafeRow])
+    storedValues(key).foreach { value =>
+      val input = value.getInt(InputOrdinal)
+      (if (value.getLong(BatchIdOrdinal) == batchId) added else earlier) (input) += inputRow(value)
+    }
+    keyReads += 1
+    keyReadNs += System.nanoTime - startNs
+    Array.tabulate(numInputs) { input =>
+      val numEarlier = earlier(input).length
+      new KeyRows((earlier(input) ++= added(input)).toArray, numEarlier)
     }
   }
 
-  private def rowsInStore(input: Int, key: UnsafeRow): KeyRows = {
-    val earlier, added = ArrayBuffer.empty[UnsafeRow]
-    val startNs = System.nanoTime
-    val scan = store.prefixScan(key, rowFamilies(input))
-    try {
-      scan.foreach { pair =>
-        val isAdded = pair.key.getLong(keySchema.length) == batchId
-        (if (isAdded) added else earlier) += pair.value.copy()
-      }
-    } finally {
-      scan.close()
-    }
-    prefixScans += 1
-    prefixScanNs += System.nanoTime - startNs
-    val numEarlier = earlier.length
-    new KeyRows((earlier ++= added).toArray, numEarlier)
+  /** The values of `rows` under `key`, not copied: each is read before the next is. */
+  private def storedValues(key: UnsafeRow): Iterator[UnsafeRow] =
+    Option(store.valuesIterator(key, RowsFamily)).getOrElse(Iterator.empty)
+
+  /** The input row a value of `rows` holds, in an array of its own. */
+  private def inputRow(value: UnsafeRow): UnsafeRow = {
+    val bytes = value.getBinary(RowBytesOrdinal)
+    val row = new UnsafeRow(inputWidths(value.getInt(InputOrdinal)))
+    row.pointTo(bytes, bytes.length)
+    row
+  }
+
+  private def storedRow(input: Int, rowBatchId: Long, rowIndex: Long, row: UnsafeRow): UnsafeRow = {
+    storedValue.setInt(InputOrdinal, input)
+    storedValue.setLong(BatchIdOrdinal, rowBatchId)
+    storedValue.setLong(RowIndexOrdinal, rowIndex)
+    storedValue.update(RowBytesOrdinal, row.getBytes)
+    storedValueProjection(storedValue)
   }
 
   /** Stores `row` (an UnsafeRow of the input's schema) of `input` under `key`. */
   def append(input: Int, key: UnsafeRow, row: UnsafeRow): Unit = {
-    rowPosition.setLong(1, nextRowIndex)
+    store.merge(key, storedRow(input, batchId, nextRowIndex, row), RowsFamily)
+    if (timeOrdinals(input).isDefined || storeTimeMs.isDefined) {
+      val rowId = rowIdOf(key, batchId, nextRowIndex)
+      timeOrdinals(input).foreach(ordinal =>
+        index(timeFamilies(input), row.getLong(ordinal), rowId))
+      storeTimeMs.foreach(index(storeTimeFamily(input), _, rowId))
+    }
     nextRowIndex += 1
-    val rowKey = rowKeyProjection(keyAndPosition(key, rowPosition))
-    store.put(rowKey, row, rowFamilies(input))
-    timeOrdinals(input).foreach { ordinal =>
-      timeHolder.setLong(0, row.getLong(ordinal))
-      store.put(timeKeyProjection(timeAndRowKey(timeHolder, rowKey)), placeholder,
-        timeFamilies(input))
-    }
-    storeTimeMs.foreach { storedAt =>
-      timeHolder.setLong(0, storedAt)
-      store.put(timeKeyProjection(timeAndRowKey(timeHolder, rowKey)), placeholder,
-        storeTimeFamily(input))
-    }
     storedCounts(input) += 1
     stored += 1
+    noteInBatch(input, key, row)
+  }
 
+  /** The id of the row `rowIndex` of batch `rowBatchId` under `key`; the next call reuses it. */
+  private def rowIdOf(key: UnsafeRow, rowBatchId: Long, rowIndex: Long): UnsafeRow = {
+    rowPosition.setLong(0, rowBatchId)
+    rowPosition.setLong(1, rowIndex)
+    rowIdProjection(keyAndPosition(key, rowPosition))
+  }
+
+  private def index(family: String, time: Long, rowId: UnsafeRow): Unit = {
+    timeHolder.setLong(0, time)
+    store.put(timeKeyProjection(timeAndRowId(timeHolder, rowId)), placeholder, family)
+  }
+
+  private def noteInBatch(input: Int, key: UnsafeRow, row: UnsafeRow): Unit = {
     var batchKey = batchKeys.get(key)
     if (batchKey == null) {
-      batchKey = new BatchKey(inputSchemas.length)
+      batchKey = new BatchKey(numInputs)
       batchKeys.put(key.copy(), batchKey)
       batchRowsBytes += key.getSizeInBytes + ObjectOverheadBytes
     }
@@ -192,11 +233,21 @@ class MultiJoinStateManager(
   }
 
   /**
-   * Removes the rows of `input` whose event time is at or below `maxTimeMicros`, reading only
-   * those (and the first row kept). Returns how many were removed.
+   * Removes, per (input, bound) in `bounds`, the rows of the input whose event time is at or
+   * below the bound, reading only those (and the first row kept) from its time index. Returns
+   * how many were removed.
    */
-  def evict(input: Int, maxTimeMicros: Long): Long =
-    dueRowKeys(input, maxTimeMicros).map(store.remove(_, rowFamilies(input))).length
+  def evict(bounds: (Int, Long)*): Long = {
+    val due = bounds.flatMap { case (input, maxTimeMicros) =>
+      require(timeOrdinals(input).isDefined, s"input $input has no event time to evict by")
+      val timeKeys = takeKeysAtOrBelow(timeFamilies(input), maxTimeMicros)
+      storedCounts(input) -= timeKeys.length
+      evicted += timeKeys.length
+      if (timeKeys.nonEmpty) inputInMemory(input) = false
+      timeKeys.map(rowIdOfTimeKey(_).copy())
+    }
+    removeRows(due).length
+  }
 
   /**
    * The rows of `input` that became final in this batch, for null-padding: those with an event
@@ -209,56 +260,80 @@ class MultiJoinStateManager(
       finalAtOrBelowMicros: Long,
       finalBeforeAtOrBelowMicros: Long): Array[UnsafeRow] = {
     require(timeOrdinals(input).isDefined, s"input $input has no event time")
-    val batchIdOrdinal = 1 + keySchema.length
-    keysAtOrBelow(timeFamilies(input), finalAtOrBelowMicros)
+    val rowIds = keysAtOrBelow(timeFamilies(input), finalAtOrBelowMicros)
       .filter(key =>
-        key.getLong(0) > finalBeforeAtOrBelowMicros || key.getLong(batchIdOrdinal) == batchId)
-      .map(key => store.get(rowKeyOfTimeKey(key), rowFamilies(input)).copy())
-  }
-
-  /** Takes the due rows of `input` off its time index and the counts; the caller removes them. */
-  private def dueRowKeys(input: Int, maxTimeMicros: Long): Array[UnsafeRow] = {
-    require(timeOrdinals(input).isDefined, s"input $input has no event time to evict by")
-    val timeKeys = keysAtOrBelow(timeFamilies(input), maxTimeMicros)
-    storedCounts(input) -= timeKeys.length
-    evicted += timeKeys.length
-    if (timeKeys.nonEmpty) inputInMemory(input) = false
-    timeKeys.map { timeKey =>
-      store.remove(timeKey, timeFamilies(input))
-      rowKeyOfTimeKey(timeKey).copy()
-    }
+        key.getLong(0) > finalBeforeAtOrBelowMicros || key.getLong(1 + batchIdOrdinal) == batchId)
+      .map(rowIdOfTimeKey(_).copy()).toSeq
+    idsByKey(rowIds).asScala.iterator.flatMap { case (key, ids) =>
+      storedValues(key).filter(value => ids.contains(idOf(value))).map(inputRow)
+    }.toArray
   }
 
   /**
-   * Removes the rows of `input` stored by a batch that started at or before `storedAtOrBeforeMs`
-   * (a state TTL; only with `storeTimeMs`), reading only those. Returns how many were removed.
-   * A row evicted by its event time since left its entry in the store-time index, which goes
-   * now.
+   * Removes the rows stored by a batch that started at or before `storedAtOrBeforeMs` (a state
+   * TTL; only with `storeTimeMs`), reading only those. Returns how many were removed. A row
+   * evicted by its event time since left its entry in the store-time index, which goes now.
    */
-  def expire(input: Int, storedAtOrBeforeMs: Long): Long = {
+  def expire(storedAtOrBeforeMs: Long): Long = {
     require(storeTimeMs.isDefined, "rows have store times only with a state TTL")
-    val storeTimeKeys = keysAtOrBelow(storeTimeFamily(input), storedAtOrBeforeMs)
-    val expired = storeTimeKeys.count { storeTimeKey =>
-      store.remove(storeTimeKey, storeTimeFamily(input))
-      val rowKey = rowKeyOfTimeKey(storeTimeKey).copy()
-      val row = store.get(rowKey, rowFamilies(input))
-      if (row != null) {
-        timeOrdinals(input).foreach { ordinal =>
-          timeHolder.setLong(0, row.getLong(ordinal))
-          store.remove(timeKeyProjection(timeAndRowKey(timeHolder, rowKey)), timeFamilies(input))
-        }
-        store.remove(rowKey, rowFamilies(input))
-      }
-      row != null
+    val due = inputSchemas.indices.flatMap { input =>
+      takeKeysAtOrBelow(storeTimeFamily(input), storedAtOrBeforeMs).map(rowIdOfTimeKey(_).copy())
     }
-    storedCounts(input) -= expired
-    evicted += expired
-    if (expired > 0) inputInMemory(input) = false
-    expired
+    val expired = removeRows(due)
+    expired.foreach { case (key, value) =>
+      val input = value.getInt(InputOrdinal)
+      timeOrdinals(input).foreach { ordinal =>
+        timeHolder.setLong(0, inputRow(value).getLong(ordinal))
+        val rowId = rowIdOf(key, value.getLong(BatchIdOrdinal), value.getLong(RowIndexOrdinal))
+        store.remove(timeKeyProjection(timeAndRowId(timeHolder, rowId)), timeFamilies(input))
+      }
+      storedCounts(input) -= 1
+      inputInMemory(input) = false
+    }
+    evicted += expired.length
+    expired.length
   }
 
   /**
-   * The keys of an index family (a time, then a row's key) whose time is at or below `bound`,
+   * Removes the rows with ids `rowIds` from `rows`, rewriting each key's values once with the
+   * rows kept; the values removed, with their keys. Ids no longer stored are passed over.
+   */
+  private def removeRows(rowIds: Seq[UnsafeRow]): Seq[(UnsafeRow, UnsafeRow)] = {
+    val removed = ArrayBuffer.empty[(UnsafeRow, UnsafeRow)]
+    idsByKey(rowIds).forEach { (key, ids) =>
+      val (gone, kept) =
+        storedValues(key).map(_.copy()).toArray.partition(v => ids.contains(idOf(v)))
+      if (gone.nonEmpty) {
+        if (kept.isEmpty) store.remove(key, RowsFamily) else store.putList(key, kept, RowsFamily)
+        removed ++= gone.map(key -> _)
+      }
+    }
+    removed.toSeq
+  }
+
+  /** `rowIds` grouped by their join key, as (batchId, rowIndex) pairs. */
+  private def idsByKey(
+      rowIds: Seq[UnsafeRow]): java.util.HashMap[UnsafeRow, mutable.HashSet[(Long, Long)]] = {
+    val byKey = new java.util.HashMap[UnsafeRow, mutable.HashSet[(Long, Long)]]
+    rowIds.foreach { rowId =>
+      byKey.computeIfAbsent(joinKeyOfRowId(rowId).copy(), _ => mutable.HashSet.empty) +=
+        ((rowId.getLong(batchIdOrdinal), rowId.getLong(rowIndexOrdinal)))
+    }
+    byKey
+  }
+
+  private def idOf(value: UnsafeRow): (Long, Long) =
+    (value.getLong(BatchIdOrdinal), value.getLong(RowIndexOrdinal))
+
+  /** [[keysAtOrBelow]], each taken off its index. */
+  private def takeKeysAtOrBelow(family: String, bound: Long): Array[UnsafeRow] = {
+    val keys = keysAtOrBelow(family, bound)
+    keys.foreach(store.remove(_, family))
+    keys
+  }
+
+  /**
+   * The keys of an index family (a time, then a row's id) whose time is at or below `bound`,
    * copied: the index is ordered by time, so only those and the first one above are read.
    */
   private def keysAtOrBelow(family: String, bound: Long): Array[UnsafeRow] = {
@@ -270,6 +345,32 @@ class MultiJoinStateManager(
     }
   }
 
+  /**
+   * Moves the rows of a version 2 store ([[MultiJoinStateManager]]) into `rows`, and drops the
+   * families that held them. Runs once per partition: a store without them has nothing to move.
+   */
+  private def moveVersion2Rows(): Unit = {
+    val families = store.allColumnFamilyNames
+    inputSchemas.indices.map(input => (input, version2RowFamily(input))).filter(p => families(p._2))
+      .foreach {
+        case (input, family) =>
+          val idSchema = rowIdSchema(keySchema)
+          store.createColFamilyIfAbsent(family, idSchema, inputSchemas(input),
+            PrefixKeyScanStateEncoderSpec(idSchema, keySchema.length))
+          val entries = store.iterator(family)
+          try {
+            entries.foreach { pair =>
+              store.merge(joinKeyOfRowId(pair.key),
+                storedRow(input, pair.key.getLong(batchIdOrdinal),
+                  pair.key.getLong(rowIndexOrdinal), pair.value), RowsFamily)
+            }
+          } finally {
+            entries.close()
+          }
+          store.removeColFamilyIfExists(family)
+      }
+  }
+
   /** How many rows of each input are stored after this batch's changes. */
   def rowCounts: Seq[Long] = storedCounts.toSeq
 
@@ -277,11 +378,11 @@ class MultiJoinStateManager(
 
   def numEvictedRows: Long = evicted
 
-  /** How many reads of an input's rows under a key went to the store (one prefix scan each). */
-  def numPrefixScans: Long = prefixScans
+  /** How many reads of a key's stored rows went to the store (one point lookup each). */
+  def numKeyReads: Long = keyReads
 
   /** The time those reads took, copying the rows included. */
-  def prefixScanTimeMs: Long = NANOSECONDS.toMillis(prefixScanNs)
+  def keyReadTimeMs: Long = NANOSECONDS.toMillis(keyReadNs)
 
   def commit(): Unit = {
     storedCounts.zipWithIndex.foreach { case (count, input) =>
@@ -325,24 +426,44 @@ object MultiJoinStateManager {
   // A rough per-row estimate of the JVM's object headers and references around a row's bytes.
   private val ObjectOverheadBytes = 48
 
+  private val NoRows = new KeyRows(Array.empty, numEarlier = 0)
+
+  val RowsFamily = "rows"
+
   val RowCountsFamily = "rowCounts"
 
-  def rowFamily(input: Int): String = s"input$input"
+  /** The family of an input's rows in version 2, keyed by the row's id ([[rowIdSchema]]). */
+  def version2RowFamily(input: Int): String = s"input$input"
 
   def timeFamily(input: Int): String = s"input${input}ByTime"
 
   def storeTimeFamily(input: Int): String = s"input${input}ByStoreTime"
 
-  /** The key of a stored row: the join key's columns, then the row's batch and index. */
-  def stateKeySchema(keySchema: StructType): StructType =
+  /** A value of `rows`: a stored row of any input, with what identifies it. */
+  val StoredRowSchema: StructType = new StructType()
+    .add("input", IntegerType, nullable = false)
+    .add("batchId", LongType, nullable = false)
+    .add("rowIndex", LongType, nullable = false)
+    .add("row", BinaryType, nullable = false)
+
+  val InputOrdinal = 0
+  val BatchIdOrdinal = 1
+  val RowIndexOrdinal = 2
+  val RowBytesOrdinal = 3
+
+  /** The id of a stored row: the join key's columns, then the row's batch and index. */
+  def rowIdSchema(keySchema: StructType): StructType =
     keySchema
       .add(StructField("batchId", LongType, nullable = false))
       .add(StructField("rowIndex", LongType, nullable = false))
 
-  /** The key of the time index: the event time, then the row's key. */
+  /**
+   * The key of the time indexes: the time, then the row's id. (The store-time index shares the
+   * first column's name, which versions 1 and 2 gave it.)
+   */
   def timeIndexKeySchema(keySchema: StructType): StructType =
-    StructType(StructField("eventTimeMicros", LongType, nullable = false) +:
-      stateKeySchema(keySchema).fields)
+    StructType(
+      StructField("eventTimeMicros", LongType, nullable = false) +: rowIdSchema(keySchema).fields)
 
   /** The schema of the join key made of `keyTypes`' columns. */
   def keySchema(keyTypes: Seq[DataType]): StructType =
@@ -350,31 +471,33 @@ object MultiJoinStateManager {
       StructField(s"key$index", dataType, nullable = false)
     })
 
+  /** A projection of `schema`'s columns, read from ordinal `from` on of the rows it is given. */
+  private def boundProjection(schema: StructType, from: Int): UnsafeProjection =
+    UnsafeProjection.create(schema.fields.zipWithIndex.map { case (field, ordinal) =>
+      BoundReference(from + ordinal, field.dataType, field.nullable)
+    }.toSeq)
+
   /** Every column family's schema, for creating them and for Spark's schema checks. */
   def columnFamilySchemas(
       keySchema: StructType,
       inputSchemas: Seq[StructType],
       hasEventTime: Seq[Boolean],
       withStoreTimes: Boolean = false): Map[String, StateStoreColFamilySchema] = {
-    val rowKeySchema = stateKeySchema(keySchema)
     val timeKeySchema = timeIndexKeySchema(keySchema)
+    val present = new StructType().add("present", BooleanType)
     def family(
         name: String, key: StructType, value: StructType, spec: StructType => KeyStateEncoderSpec) =
       name -> StateStoreColFamilySchema(name, 0, key, 0, value, Some(spec(key)), None)
-    val rows = inputSchemas.zipWithIndex.map { case (inputSchema, input) =>
-      family(rowFamily(input), rowKeySchema, inputSchema,
-        PrefixKeyScanStateEncoderSpec(_, keySchema.length))
-    }
+    val rows = family(RowsFamily, keySchema, StoredRowSchema, NoPrefixKeyStateEncoderSpec(_))
     val times = hasEventTime.zipWithIndex.collect { case (true, input) =>
-      family(timeFamily(input), timeKeySchema, new StructType().add("present", BooleanType),
-        RangeKeyScanStateEncoderSpec(_, Seq(0)))
+      family(timeFamily(input), timeKeySchema, present, RangeKeyScanStateEncoderSpec(_, Seq(0)))
     }
     val storeTimes = inputSchemas.indices.filter(_ => withStoreTimes).map { input =>
-      family(storeTimeFamily(input), timeKeySchema, new StructType().add("present", BooleanType),
+      family(storeTimeFamily(input), timeKeySchema, present,
         RangeKeyScanStateEncoderSpec(_, Seq(0)))
     }
     val counts = family(RowCountsFamily, new StructType().add("input", IntegerType),
       new StructType().add("rows", LongType), NoPrefixKeyStateEncoderSpec(_))
-    (rows ++ times ++ storeTimes :+ counts).toMap
+    (rows +: (times ++ storeTimes :+ counts)).toMap
   }
 }

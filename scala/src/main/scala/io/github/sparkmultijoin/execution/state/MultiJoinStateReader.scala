@@ -12,7 +12,7 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow, UnsafeProjection}
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, OperatorStateMetadata, OperatorStateMetadataReader, OperatorStateMetadataV2, StateSchemaCompatibilityChecker, StateStoreColFamilySchema, StateStoreConf, StateStoreId, StateStoreProvider, StateStoreProviderId}
 import org.apache.spark.sql.multijoin.SparkInternals
 import org.apache.spark.sql.types.{IntegerType, LongType, StructType}
@@ -30,9 +30,9 @@ import org.apache.spark.util.SerializableConfiguration
  * STDS_FAILED_TO_READ_STATE_SCHEMA "head of empty list"). Our operator cannot take one of
  * Spark's names without Spark then reading its properties as that operator's. So this reader
  * opens the stores itself, as Spark's StatePartitionReader does for column families: one task
- * per state partition loads the RocksDB store at the batch's version, registers the input's
- * column family with the schemas the checkpoint's schema file records, iterates it and aborts
- * (nothing is written). The input's columns come from the operator metadata's properties
+ * per state partition loads the RocksDB store at the batch's version, registers the family of
+ * rows with the schemas the checkpoint's schema file records, iterates it keeping the input's
+ * rows, and aborts (nothing is written). The input's columns come from the operator metadata's properties
  * ([[OperatorProperties]]).
  */
 object MultiJoinStateReader {
@@ -56,7 +56,7 @@ object MultiJoinStateReader {
     val batch = committedBatch(session, checkpoint, batchId)
     val operator = multiJoin(checkpoint, batch, operatorId, hadoopConf)
     val schema = operator.outputSchema(input)
-    val family = operator.family(input, hadoopConf)
+    val families = operator.families(hadoopConf)
     val storeConf =
       new StateStoreConf(SparkInternals.sessionConfOfBatch(session, checkpoint, batch))
     val serializedConf = new SerializableConfiguration(hadoopConf)
@@ -66,7 +66,7 @@ object MultiJoinStateReader {
     val rows = session.sparkContext.parallelize(partitions, partitions.length).mapPartitions {
       _.flatMap { partition =>
         val storeId = StateStoreId(stateLocation, id, partition)
-        readPartition(storeId, batch, family, schema, storeConf, serializedConf.value)
+        readPartition(storeId, batch, input, families, schema, storeConf, serializedConf.value)
       }
     }
     SparkInternals.dataFrame(session, rows, schema)
@@ -160,11 +160,16 @@ object MultiJoinStateReader {
     }
   }
 
-  /** Opens the store of `storeId` at `batch`'s version and reads `family`'s rows. */
+  /**
+   * Opens the store of `storeId` at `batch`'s version and reads `input`'s rows: from `rows` if
+   * the store has that family (layout version 3), else from the input's own family (version 2,
+   * a checkpoint not yet run with version 3).
+   */
   private def readPartition(
       storeId: StateStoreId,
       batch: Long,
-      family: StateStoreColFamilySchema,
+      input: Int,
+      families: Map[String, StateStoreColFamilySchema],
       schema: StructType,
       storeConf: StateStoreConf,
       hadoopConf: Configuration): Iterator[InternalRow] = {
@@ -180,16 +185,41 @@ object MultiJoinStateReader {
       store.abort()
       provider.close()
     }
-    store.createColFamilyIfAbsent(family.colFamilyName, family.keySchema, family.valueSchema,
-      family.keyStateEncoderSpec.get)
-    // The stored row's key: the join key's columns, then batchId and rowIndex.
-    val batchIdOrdinal = family.keySchema.length - 2
     val extra = new GenericInternalRow(Array[Any](0L, storeId.partitionId))
     val joined = new JoinedRow
     val project = UnsafeProjection.create(schema)
-    store.iterator(family.colFamilyName).map { pair =>
-      extra.setLong(0, pair.key.getLong(batchIdOrdinal))
-      project(joined(pair.value, extra))
+    val inputWidth = schema.length - 2
+    def register(name: String, multipleValues: Boolean): StateStoreColFamilySchema = {
+      val family = families.getOrElse(name,
+        throw new IllegalStateException(
+          s"The state schema files of $storeId have no schema for its column family $name: " +
+            "the checkpoint is incomplete."))
+      store.createColFamilyIfAbsent(name, family.keySchema, family.valueSchema,
+        family.keyStateEncoderSpec.get, useMultipleValuesPerKey = multipleValues)
+      family
+    }
+    val version2Family = MultiJoinStateManager.version2RowFamily(input)
+    if (store.allColumnFamilyNames.contains(MultiJoinStateManager.RowsFamily)) {
+      register(MultiJoinStateManager.RowsFamily, multipleValues = true)
+      store.iteratorWithMultiValues(MultiJoinStateManager.RowsFamily).map(_.value)
+        .filter(_.getInt(MultiJoinStateManager.InputOrdinal) == input)
+        .map { value =>
+          val bytes = value.getBinary(MultiJoinStateManager.RowBytesOrdinal)
+          val row = new UnsafeRow(inputWidth)
+          row.pointTo(bytes, bytes.length)
+          extra.setLong(0, value.getLong(MultiJoinStateManager.BatchIdOrdinal))
+          project(joined(row, extra))
+        }
+    } else if (store.allColumnFamilyNames.contains(version2Family)) {
+      val family = register(version2Family, multipleValues = false)
+      // The row's id: the join key's columns, then batchId and rowIndex.
+      val batchIdOrdinal = family.keySchema.length - 2
+      store.iterator(version2Family).map { pair =>
+        extra.setLong(0, pair.key.getLong(batchIdOrdinal))
+        project(joined(pair.value, extra))
+      }
+    } else {
+      Iterator.empty
     }
   }
 
@@ -224,17 +254,13 @@ object MultiJoinStateReader {
         .add(PartitionIdColumn, IntegerType, nullable = false)
     }
 
-    /** The schemas of the input's column family, from the state schema file. */
-    def family(input: Int, hadoopConf: Configuration): StateStoreColFamilySchema = {
-      checkInput(input)
-      val name = MultiJoinStateManager.rowFamily(input)
+    /** The schemas of the operator's column families, by name, from the state schema files. */
+    def families(hadoopConf: Configuration): Map[String, StateStoreColFamilySchema] = {
       val storeId = StateStoreId(new Path(checkpoint, "state").toString, id, 0)
-      val families = new StateSchemaCompatibilityChecker(
+      new StateSchemaCompatibilityChecker(
         StateStoreProviderId(storeId, UUID.randomUUID()), hadoopConf,
         store.stateSchemaFilePaths.map(new Path(_))).readSchemaFile()
-      families.find(_.colFamilyName == name).getOrElse(throw new IllegalStateException(
-        s"$describe has no schema for its column family $name in the state schema files " +
-          s"${store.stateSchemaFilePaths.mkString(", ")}: the checkpoint is incomplete."))
+        .map(family => family.colFamilyName -> family).toMap
     }
   }
 }

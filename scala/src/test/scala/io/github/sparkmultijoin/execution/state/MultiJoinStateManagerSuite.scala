@@ -6,12 +6,12 @@ import scala.collection.mutable
 import scala.util.Random
 
 import io.github.sparkmultijoin.MultiJoinSuiteBase
-import io.github.sparkmultijoin.execution.state.MultiJoinStateManager.{rowFamily, timeFamily}
+import io.github.sparkmultijoin.execution.state.MultiJoinStateManager.{BatchIdOrdinal, InputOrdinal, RowBytesOrdinal, RowIndexOrdinal, RowsFamily, timeFamily, version2RowFamily}
 import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
-import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, StateStore, StateStoreConf, StateStoreId, StateStoreProvider, StateStoreProviderId}
+import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec, StateStore, StateStoreConf, StateStoreId, StateStoreProvider, StateStoreProviderId}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{IntegerType, LongType, StructType}
 
@@ -50,10 +50,13 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
   private def values(rows: Iterable[UnsafeRow]): Seq[Int] = rows.map(_.getInt(1)).toSeq.sorted
 
   private def valuesUnder(state: MultiJoinStateManager, input: Int, k: Int): Seq[Int] = {
-    val rows = state.rowsUnder(input, key(k)).rows
+    val rows = rowsOf(state, input, k).rows
     assert(rows.forall(_.getInt(0) == k), s"input $input: rows of another key under key $k")
     values(rows)
   }
+
+  private def rowsOf(state: MultiJoinStateManager, input: Int, k: Int): KeyRows =
+    state.rowsUnder(key(k), everyInput = false)(input)
 
   /**
    * The values of the rows stored before this batch and of those it added; `rows` must be the
@@ -65,31 +68,34 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
   }
 
   /**
-   * The rows of `input` under `k` as the store holds them, read past the manager with a prefix
-   * scan over the input's family: (row key, row), copied. A row key is the join key's columns,
-   * then the row's batch and row index.
+   * The rows of `input` under `k` as the store holds them, read past the manager from the
+   * values of `rows` under the key: (batch, row index, row), copied.
    */
-  private def storedRows(store: StateStore, input: Int, k: Int): Seq[(UnsafeRow, UnsafeRow)] = {
-    val scan = store.prefixScan(key(k), rowFamily(input))
-    try scan.map(pair => (pair.key.copy(), pair.value.copy())).toList
-    finally scan.close()
-  }
+  private def storedRows(store: StateStore, input: Int, k: Int): Seq[(Long, Long, UnsafeRow)] =
+    store.valuesIterator(key(k), RowsFamily).filter(_.getInt(InputOrdinal) == input).map {
+      value =>
+        val bytes = value.getBinary(RowBytesOrdinal)
+        val row = new UnsafeRow(inputSchemas(input).length)
+        row.pointTo(bytes, bytes.length)
+        (value.getLong(BatchIdOrdinal), value.getLong(RowIndexOrdinal), row)
+    }.toList
 
-  /** Per row value of `input` under `k`, its key in the input's family as (batch, row index). */
+  /** Per row value of `input` under `k`, its id as (batch, row index). */
   private def rowPositions(store: StateStore, input: Int, k: Int): Map[Int, (Long, Long)] = {
     val rows = storedRows(store, input, k)
-    rows.map { case (rowKey, row) =>
-      assert(rowKey.numFields == 3, "a row key is the join key, the batch and the row index")
-      assert(rowKey.getInt(0) == k && row.getInt(0) == k, s"a row of another join key under $k")
-      row.getInt(1) -> ((rowKey.getLong(1), rowKey.getLong(2)))
+    rows.map { case (batch, index, row) =>
+      assert(row.getInt(0) == k, s"a row of another join key under $k")
+      row.getInt(1) -> ((batch, index))
     }.toMap.ensuring(_.size == rows.size, "two stored rows with the same value")
   }
 
   /** Removes the rows of `input` under `k` from the store behind the manager's back; how many. */
   private def removeBehindBack(store: StateStore, input: Int, k: Int): Int = {
-    val rowKeys = storedRows(store, input, k).map(_._1)
-    rowKeys.foreach(store.remove(_, rowFamily(input)))
-    rowKeys.length
+    val (removed, kept) = store.valuesIterator(key(k), RowsFamily).map(_.copy()).toArray
+      .partition(_.getInt(InputOrdinal) == input)
+    if (kept.isEmpty) store.remove(key(k), RowsFamily)
+    else store.putList(key(k), kept, RowsFamily)
+    removed.length
   }
 
   /** The event times in `input`'s time index, in its order. */
@@ -173,7 +179,7 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
         assert(valuesUnder(state, 2, 3).isEmpty)
 
         // All rows are this batch's.
-        val key1 = state.rowsUnder(0, key(1))
+        val key1 = rowsOf(state, 0, 1)
         assert(earlierAndAdded(key1) == ((Nil, Seq(10, 11))))
         // The row index counts the partition's rows of all inputs, in the order appended.
         assert(rowPositions(store, 0, 1) == Map(10 -> ((0L, 0L)), 11 -> ((0L, 3L))))
@@ -185,10 +191,10 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
         assert(state.numStoredRows == 7)
         assert(state.rowCounts == Seq(5L, 1L, 1L))
       }
-      // Layout version 2: rows, time indexes and counts only (no family of matched masks).
+      // Layout version 3: every input's rows in one family, time indexes and counts.
       assert(MultiJoinStateManager.columnFamilySchemas(keySchema, inputSchemas,
-        timeOrdinals.map(_.isDefined)).keySet == Set("input0", "input1", "input2", "input0ByTime",
-        "input1ByTime", "rowCounts"))
+        timeOrdinals.map(_.isDefined)).keySet == Set("rows", "input0ByTime", "input1ByTime",
+        "rowCounts"))
     }
   }
 
@@ -208,11 +214,11 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
         append(state, 1, 1, 40, 400) // input 1 had no rows: read from memory
         append(state, 2, 2, 31)
 
-        assert(earlierAndAdded(state.rowsUnder(0, key(1))) == ((Seq(10, 11), Seq(12))))
-        assert(earlierAndAdded(state.rowsUnder(0, key(2))) == ((Seq(20), Nil)))
-        assert(earlierAndAdded(state.rowsUnder(1, key(1))) == ((Nil, Seq(40))))
-        assert(earlierAndAdded(state.rowsUnder(2, key(1))) == ((Seq(30), Nil)))
-        assert(earlierAndAdded(state.rowsUnder(2, key(2))) == ((Nil, Seq(31))))
+        assert(earlierAndAdded(rowsOf(state, 0, 1)) == ((Seq(10, 11), Seq(12))))
+        assert(earlierAndAdded(rowsOf(state, 0, 2)) == ((Seq(20), Nil)))
+        assert(earlierAndAdded(rowsOf(state, 1, 1)) == ((Nil, Seq(40))))
+        assert(earlierAndAdded(rowsOf(state, 2, 1)) == ((Seq(30), Nil)))
+        assert(earlierAndAdded(rowsOf(state, 2, 2)) == ((Nil, Seq(31))))
         assert(addedInputs(state) == Map(1 -> 0x3L, 2 -> 0x4L))
         assert(state.rowCounts == Seq(4L, 1L, 2L))
         assert(state.numStoredRows == 3)
@@ -220,8 +226,8 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
       }
       inBatch(provider, 2) { state =>
         assert(state.rowCounts == Seq(4L, 1L, 2L))
-        assert(earlierAndAdded(state.rowsUnder(0, key(1))) == ((Seq(10, 11, 12), Nil)))
-        assert(earlierAndAdded(state.rowsUnder(1, key(1))) == ((Seq(40), Nil)))
+        assert(earlierAndAdded(rowsOf(state, 0, 1)) == ((Seq(10, 11, 12), Nil)))
+        assert(earlierAndAdded(rowsOf(state, 1, 1)) == ((Seq(40), Nil)))
         assert(state.numStoredRows == 0)
       }
     }
@@ -262,7 +268,7 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
       store: StateStore): Unit = {
     val (input, k) = (random.nextInt(numInputs), random.nextInt(6))
     val rows = expected.getOrElse((input, k), Nil)
-    val keyRows = state.rowsUnder(input, key(k))
+    val keyRows = rowsOf(state, input, k)
     val (earlier, added) = rows.partition(_.batch < batch)
     assert(earlierAndAdded(keyRows) == ((earlier.map(_.value).sorted, added.map(_.value).sorted)),
       s"input $input, key $k")
@@ -307,11 +313,11 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
         // Taken out of the store behind the manager's back: only a read from memory sees it.
         assert(removeBehindBack(store, 2, 1) == 1)
         assert(valuesUnder(state, 2, 1) == Seq(1))
-        assert(state.numPrefixScans == 0, "a read from memory scans nothing")
+        assert(state.numKeyReads == 0, "a read from memory reads nothing from the store")
         // Well past 2000 bytes: the rows are dropped from memory and read from the store.
         (2 to 100).foreach(v => append(state, 2, 1, v))
         assert(valuesUnder(state, 2, 1) == (2 to 100))
-        assert(state.numPrefixScans == 1, "a read from the store is one prefix scan")
+        assert(state.numKeyReads == 1, "a read from the store is one point lookup")
         state.commit()
       } finally {
         state.abortIfNotCommitted()
@@ -341,20 +347,20 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
         state.commit()
       }
       inBatch(provider, 1) { state =>
-        assert(state.evict(0, 20) == 4)
+        assert(state.evict(0 -> 20L) == 4)
         assert(state.numEvictedRows == 4)
         assert(state.rowCounts == Seq(2L, 0L, 1L))
         assert(valuesUnder(state, 0, 1) == Seq(1, 3))
         assert(valuesUnder(state, 0, 2).isEmpty)
         assert(valuesUnder(state, 0, 3).isEmpty)
-        assert(state.evict(0, 29) == 0)
-        intercept[IllegalArgumentException](state.evict(2, Long.MaxValue))
+        assert(state.evict(0 -> 29L) == 0)
+        intercept[IllegalArgumentException](state.evict(2 -> Long.MaxValue))
         assert(valuesUnder(state, 2, 1) == Seq(7))
 
         // Rows of this batch, read from memory until some are evicted.
         append(state, 1, 1, 8, 5)
         append(state, 1, 1, 9, 50)
-        assert(state.evict(1, 10) == 1)
+        assert(state.evict(1 -> 10L) == 1)
         assert(valuesUnder(state, 1, 1) == Seq(9))
         assert(state.numEvictedRows == 5)
         assert(state.rowCounts == Seq(2L, 1L, 1L))
@@ -363,7 +369,7 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
       inBatch(provider, 2) { state =>
         assert(state.rowCounts == Seq(2L, 1L, 1L))
         assert(valuesUnder(state, 0, 1) == Seq(1, 3))
-        assert(state.evict(0, Long.MaxValue) == 2)
+        assert(state.evict(0 -> Long.MaxValue) == 2)
         assert(state.rowCounts == Seq(0L, 1L, 1L))
         assert(valuesUnder(state, 0, 1).isEmpty)
       }
@@ -417,17 +423,17 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
       inBatch(provider, 1) { state =>
         append(state, 0, 1, 3, 20)
         append(state, 1, 2, 4, 5)
-        assert(state.evict(0, 10) == 1)
+        assert(state.evict(0 -> 10L) == 1)
       }
       // The retry sees the inputs' rows in another order, so its rows get other row keys: rows
       // of the failed attempt left in the store would show twice.
       inBatch(provider, 1) { state =>
         assert(state.rowCounts == Seq(1L, 0L, 1L))
-        assert(earlierAndAdded(state.rowsUnder(0, key(1))) == ((Seq(1), Nil)))
+        assert(earlierAndAdded(rowsOf(state, 0, 1)) == ((Seq(1), Nil)))
         assert(valuesUnder(state, 1, 2).isEmpty)
         append(state, 1, 2, 4, 5)
         append(state, 0, 1, 3, 20)
-        assert(state.evict(0, 10) == 1)
+        assert(state.evict(0 -> 10L) == 1)
         state.commit()
       }
       inBatch(provider, 2) { state =>
@@ -435,7 +441,98 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
         assert(valuesUnder(state, 0, 1) == Seq(3))
         assert(valuesUnder(state, 1, 2) == Seq(4))
         assert(valuesUnder(state, 2, 1) == Seq(2))
-        assert(state.evict(0, 10) == 0)
+        assert(state.evict(0 -> 10L) == 0)
+      }
+    }
+  }
+
+  /**
+   * Stores `rows` of `input` as layout version 2 did: a family of the input's own, keyed by the
+   * join key, batch and row index, and an entry in the input's time index.
+   */
+  private def storeAsVersion2(store: StateStore, input: Int, rows: Seq[(Int, Int, Long, Long)])
+      : Unit = {
+    val idSchema = MultiJoinStateManager.rowIdSchema(keySchema)
+    store.createColFamilyIfAbsent(version2RowFamily(input), idSchema, inputSchemas(input),
+      PrefixKeyScanStateEncoderSpec(idSchema, 1))
+    val families = MultiJoinStateManager.columnFamilySchemas(keySchema, inputSchemas,
+      timeOrdinals.map(_.isDefined))
+    val timeIndex = families(timeFamily(input))
+    store.createColFamilyIfAbsent(timeIndex.colFamilyName, timeIndex.keySchema,
+      timeIndex.valueSchema, timeIndex.keyStateEncoderSpec.get)
+    val idProjection = UnsafeProjection.create(idSchema)
+    val timeKeyProjection = UnsafeProjection.create(timeIndex.keySchema)
+    val present = UnsafeProjection.create(timeIndex.valueSchema)(InternalRow(true)).copy()
+    for ((k, v, t, index) <- rows) {
+      store.put(idProjection(InternalRow(k, 0L, index)), row(input, k, v, t),
+        version2RowFamily(input))
+      store.put(timeKeyProjection(InternalRow(t, k, 0L, index)), present, timeIndex.colFamilyName)
+    }
+  }
+
+  test("a store of layout version 2 has its rows moved into one family, indexes kept") {
+    withProvider { provider =>
+      val store = provider.getStore(0)
+      storeAsVersion2(store, 0, Seq((1, 1, 10L, 0L), (2, 2, 20L, 1L), (1, 3, 30L, 3L)))
+      storeAsVersion2(store, 1, Seq((1, 4, 15L, 2L)))
+      val counts = MultiJoinStateManager.columnFamilySchemas(keySchema, inputSchemas,
+        timeOrdinals.map(_.isDefined))(MultiJoinStateManager.RowCountsFamily)
+      store.createColFamilyIfAbsent(counts.colFamilyName, counts.keySchema, counts.valueSchema,
+        counts.keyStateEncoderSpec.get)
+      Seq(3L, 1L, 0L).zipWithIndex.foreach { case (count, input) =>
+        store.put(UnsafeProjection.create(counts.keySchema)(InternalRow(input)).copy(),
+          UnsafeProjection.create(counts.valueSchema)(InternalRow(count)), counts.colFamilyName)
+      }
+      store.commit()
+
+      inBatchWithStore(provider, 1) { (state, store) =>
+        assert(!store.allColumnFamilyNames.exists(_.matches("input[0-9]+")),
+          "the version 2 families are dropped")
+        assert(state.rowCounts == Seq(3L, 1L, 0L))
+        assert(rowPositions(store, 0, 1) == Map(1 -> ((0L, 0L)), 3 -> ((0L, 3L))))
+        assert(earlierAndAdded(rowsOf(state, 1, 1)) == ((Seq(4), Nil)))
+        append(state, 2, 1, 5)
+        // Both inputs' rows under key 1 go in one eviction, by the time indexes version 2 wrote.
+        assert(state.evict(0 -> 10L, 1 -> 15L) == 2)
+        assert(valuesUnder(state, 0, 1) == Seq(3))
+        assert(valuesUnder(state, 1, 1).isEmpty)
+        assert(valuesUnder(state, 2, 1) == Seq(5))
+        assert(valuesUnder(state, 0, 2) == Seq(2))
+        state.commit()
+      }
+      inBatch(provider, 2) { state =>
+        assert(state.rowCounts == Seq(2L, 0L, 1L))
+        assert(valuesUnder(state, 0, 1) == Seq(3))
+        assert(state.evict(0 -> 30L) == 2)
+        assert(valuesUnder(state, 0, 1).isEmpty && valuesUnder(state, 0, 2).isEmpty)
+      }
+    }
+  }
+
+  test("a state TTL removes the rows stored before its bound, with their time index entries") {
+    withProvider { provider =>
+      def ttlManager(store: StateStore, batch: Long, storedAtMs: Long) = new MultiJoinStateManager(
+        store, keySchema, inputSchemas, timeOrdinals, batch, Long.MaxValue, Some(storedAtMs))
+      val first = provider.getStore(0)
+      val batch0 = ttlManager(first, 0, storedAtMs = 1000)
+      append(batch0, 0, 1, 1, 10)
+      append(batch0, 2, 1, 2)
+      append(batch0, 1, 2, 3, 20)
+      batch0.commit()
+      val second = provider.getStore(1)
+      val batch1 = ttlManager(second, 1, storedAtMs = 5000)
+      try {
+        append(batch1, 0, 1, 4, 30)
+        // Input 1's row is evicted by its event time first: it leaves its store-time entry.
+        assert(batch1.evict(1 -> 20L) == 1)
+        assert(batch1.expire(storedAtOrBeforeMs = 1000) == 2, "rows 1 and 2, not 3 again")
+        assert(batch1.rowCounts == Seq(1L, 0L, 0L))
+        assert(valuesUnder(batch1, 0, 1) == Seq(4) && valuesUnder(batch1, 2, 1).isEmpty)
+        assert(timeIndex(second, 0) == Seq(30L), "row 1's time index entry went with it")
+        assert(batch1.expire(storedAtOrBeforeMs = 4999) == 0)
+        batch1.commit()
+      } finally {
+        batch1.abortIfNotCommitted()
       }
     }
   }
