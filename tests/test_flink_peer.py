@@ -44,6 +44,20 @@ def test_sql_with_given_joins_keeps_every_column_and_each_on_clause():
                            "SELECT `k1` FROM input1 UNION ALL SELECT `k2` FROM input2")
 
 
+def test_only_the_rocksdb_mode_changes_the_state_backend_and_multi_join_modes_enable_it():
+    configs = {mode: flink_peer.job_config(mode, 2, "/s/rocksdb") for mode in flink_peer.MODES}
+    assert configs["multi_join_rocksdb"] == {
+        "parallelism.default": "2", "table.optimizer.multi-join.enabled": "true",
+        "state.backend.rocksdb.localdir": "/s/rocksdb", "pipeline.name": "flink-peer",
+        "state.backend.type": "rocksdb"}
+    assert configs["multi_join"] == {key: value for key, value
+                                     in configs["multi_join_rocksdb"].items()
+                                     if key != "state.backend.type"}
+    for mode in ("scan_only", "binary_joins"):
+        assert configs[mode][flink_peer.MULTI_JOIN_KEY] == "false"
+        assert flink_peer.STATE_BACKEND_KEY not in configs[mode]
+
+
 def test_spark_types_map_to_flink_types():
     assert flink_peer.flink_columns("k0 int, v0 bigint, t0 timestamp") == [
         ("k0", "INT"), ("v0", "BIGINT"), ("t0", "TIMESTAMP(3)")]
