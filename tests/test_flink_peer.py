@@ -1,9 +1,11 @@
-"""The Flink peer's SQL text and the benchmark's Flink table, without Flink (milliseconds: the
-peer itself runs only in `scripts/benchmark --flink`)."""
+"""The Flink peer's SQL text and configuration, and the benchmark's Flink table and checks, without
+Flink (milliseconds: the peer itself runs only in `scripts/benchmark --flink`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from support.modules import load_module
 
@@ -70,8 +72,25 @@ def test_benchmark_table_has_flink_columns_only_when_flink_ran():
     assert benchmark.flink_markdown([spark_only]) == []
     mode = {"seconds": 2.5}
     with_flink = dict(spark_only, flink={"output_rows": 1000, "multi_join": {"seconds": 2.25},
+                                         "multi_join_rocksdb": {"seconds": 3.5},
                                          "binary_joins": {"seconds": 4.0},
                                          "scan_only": {"seconds": 1.5}, "other": mode})
     lines = benchmark.flink_markdown([spark_only, with_flink])
     assert lines[1].startswith("| workload | output rows | Spark's chain s |")
-    assert lines[3:] == ["| fanout | 1,000 | 9.00 | 3.00 | 4.00 | 2.25 | 1.50 | 0.75 | 2.50 |"]
+    assert "| Flink MultiJoin s | Flink MultiJoin, RocksDB s | Flink scan only s |" in lines[1]
+    assert lines[1].count("|") == lines[2].count("|") == lines[3].count("|")
+    assert lines[3:] == [
+        "| fanout | 1,000 | 9.00 | 3.00 | 4.00 | 2.25 | 3.50 | 1.50 | 0.75 | 2.50 |"]
+
+
+def test_benchmark_fails_where_flink_ran_another_state_backend(monkeypatch):
+    benchmark = load_module(SCRIPTS / "benchmark.py")
+    peer = {"output_rows": 10, **{mode: {"seconds": 1.0, "multi_join_in_plan": "multi" in mode,
+                                          "rocksdb_used": mode == "multi_join_rocksdb"}
+                                   for mode in flink_peer.MODES}}
+    monkeypatch.setattr(benchmark, "run_flink_peer", lambda workload, folder, times: peer)
+    workload = benchmark.Workload("w", "", [], [], None)
+    assert benchmark.flink_peer_result(workload, Path("/d"), {"output_rows": 10}) is peer
+    peer["multi_join_rocksdb"]["rocksdb_used"] = False
+    with pytest.raises(SystemExit, match="state backends"):
+        benchmark.flink_peer_result(workload, Path("/d"), {"output_rows": 10})
