@@ -25,9 +25,10 @@ multi-join and the batch query over all files.
 
 `--flink` (needs the `flink` extra: `scripts/setup-env bench,flink`) also runs Flink on the same
 files of each keyed workload and outer_star, in a subprocess with its own JVM
-(scripts/flink_peer.py): Flink's MultiJoin, its binary joins and a scan-only job (Flink's fixed
-cost), best of two each, and checks that Flink's output rows are Spark's. time_bounded has no
-Flink peer yet.
+(scripts/flink_peer.py): Flink's MultiJoin with its default state backend (on the heap) and
+with the embedded RocksDB one (where the multi-join keeps its state), its binary joins and a
+scan-only job (Flink's fixed cost), best of two each, and checks that Flink's output rows are
+Spark's and that only the RocksDB mode ran RocksDB. time_bounded has no Flink peer yet.
 
 `--breakdown` runs, instead, where each micro-batch's time goes, for the chosen workloads: the
 multi-join, Spark's deduplication and the stateless query over the same micro-batches, each
@@ -413,8 +414,8 @@ def flink_installed() -> bool:
 
 
 def run_flink_peer(workload: Workload, folder: Path, times: int) -> dict:
-    """Flink's MultiJoin, binary joins and a scan-only job over `folder`'s files, in a subprocess
-    of its own (PyFlink starts its own JVM)."""
+    """Flink's MultiJoin (on the heap and in RocksDB), binary joins and a scan-only job over
+    `folder`'s files, in a subprocess of its own (PyFlink starts its own JVM)."""
     spec = {"schemas": workload.schemas, "joins": workload.flink_joins,
             "folders": [str((folder / f"input{i}").resolve())
                         for i in range(len(workload.schemas))],
@@ -480,9 +481,9 @@ def flink_markdown(results: list[dict]) -> list[str]:
     lines = [
         "",
         "| workload | output rows | Spark's chain s | multi-join s | Flink binary joins s | "
-        "Flink MultiJoin s | Flink scan only s | Flink MultiJoin minus scan s | "
-        "Flink binary joins minus scan s |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "Flink MultiJoin s | Flink MultiJoin, RocksDB s | Flink scan only s | "
+        "Flink MultiJoin minus scan s | Flink binary joins minus scan s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in with_flink:
         flink = r["flink"]
@@ -490,7 +491,8 @@ def flink_markdown(results: list[dict]) -> list[str]:
         lines.append(
             f"| {r['workload']} | {flink['output_rows']:,} | {r['chain']['wall_seconds']:.2f} | "
             f"{r['multi_join']['wall_seconds']:.2f} | {flink['binary_joins']['seconds']:.2f} | "
-            f"{flink['multi_join']['seconds']:.2f} | {scan:.2f} | "
+            f"{flink['multi_join']['seconds']:.2f} | "
+            f"{flink['multi_join_rocksdb']['seconds']:.2f} | {scan:.2f} | "
             f"{flink['multi_join']['seconds'] - scan:.2f} | "
             f"{flink['binary_joins']['seconds'] - scan:.2f} |")
     return lines
@@ -541,8 +543,8 @@ def main() -> None:
                         help="instead, where each micro-batch's time goes (multi-join, Spark's "
                         "deduplication, stateless query) on the chosen workloads")
     parser.add_argument("--flink", action="store_true",
-                        help="also run Flink (MultiJoin, binary joins, scan only) on the keyed "
-                        "workloads' files (needs the flink extra)")
+                        help="also run Flink (MultiJoin on the heap and in RocksDB, binary "
+                        "joins, scan only) on the keyed workloads' files (needs the flink extra)")
     args = parser.parse_args()
 
     chosen = workloads(args.workloads.split(","), shrink=50 if args.tiny else 1)
@@ -665,19 +667,22 @@ def ratios(result: dict) -> dict:
 
 def flink_peer_result(workload: Workload, folder: Path, multi: dict) -> dict:
     """Flink's peer of `workload` on the same files; fails where its output rows are not the
-    multi-join's `multi` or its plans are not its two modes."""
+    multi-join's `multi`, or its plans or state backends are not its modes'."""
     print("    flink      running ...", end="", flush=True)
     peer = run_flink_peer(workload, folder, times=2)
-    print(f"\r    flink      MultiJoin {peer['multi_join']['seconds']:.1f} s, binary "
-          f"joins {peer['binary_joins']['seconds']:.1f} s, scan only "
+    print(f"\r    flink      MultiJoin {peer['multi_join']['seconds']:.1f} s, in RocksDB "
+          f"{peer['multi_join_rocksdb']['seconds']:.1f} s, binary joins "
+          f"{peer['binary_joins']['seconds']:.1f} s, scan only "
           f"{peer['scan_only']['seconds']:.1f} s, {peer['output_rows']} output rows",
           flush=True)
     if peer["output_rows"] != multi["output_rows"]:
         raise SystemExit(f"{workload.name}: output rows differ: {multi['output_rows']} "
                          f"with Spark, {peer['output_rows']} with Flink")
-    if (not peer["multi_join"]["multi_join_in_plan"]
-            or peer["binary_joins"]["multi_join_in_plan"]):
-        raise SystemExit(f"{workload.name}: Flink's plans are not the two modes")
+    joins = ("binary_joins", "multi_join", "multi_join_rocksdb")
+    if [peer[mode]["multi_join_in_plan"] for mode in joins] != [False, True, True]:
+        raise SystemExit(f"{workload.name}: Flink's plans are not its modes'")
+    if [peer[mode]["rocksdb_used"] for mode in joins] != [False, False, True]:
+        raise SystemExit(f"{workload.name}: Flink's state backends are not its modes'")
     return peer
 
 

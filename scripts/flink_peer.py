@@ -8,15 +8,19 @@ with Spark schema strings), the parallelism and the number of timed runs; OUT.js
 mode, the seconds of each run and the best:
 
 - `multi_join`: Flink's MultiJoin operator (FLIP-516), `table.optimizer.multi-join.enabled`;
+- `multi_join_rocksdb`: the same with the embedded RocksDB state backend
+  (`state.backend.type: rocksdb`), as the multi-join keeps its state in RocksDB;
 - `binary_joins`: the same query with that key off (Flink's default), a chain of binary joins;
 - `scan_only`: every input read into a blackhole sink, no join: what any Flink job here costs
   (starting the local mini-cluster, planning, reading the files).
 
 Each is an `INSERT INTO` a blackhole sink in streaming mode over the filesystem JSON source (a
-bounded source, so the job ends), no checkpointing, Flink's default state backend. A run is timed
-from `execute_sql` (planning and job submission) to the job's end; the job's own net runtime is
-recorded too. The output rows, which a blackhole sink cannot count, are counted once, untimed,
-by a batch-mode `COUNT(*)` of the same join.
+bounded source, so the job ends), no checkpointing, Flink's default state backend (hashmap, on
+the heap) but in `multi_join_rocksdb`. A run is timed from `execute_sql` (planning and job
+submission) to the job's end; the job's own net runtime is recorded too. Every run points
+RocksDB's local directory at a fresh scratch folder, which only RocksDB creates: whether it
+exists after the job tells which state backend ran. The output rows, which a blackhole sink
+cannot count, are counted once, untimed, by a batch-mode `COUNT(*)` of the same join.
 
 By default every join is an inner join on one key `k` (the keyed workloads). SPEC.json's
 `joins` gives each later input's join kind and ON clause instead: outer_star's LEFT JOINs carry
@@ -31,10 +35,15 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 MULTI_JOIN_KEY = "table.optimizer.multi-join.enabled"
+STATE_BACKEND_KEY = "state.backend.type"
+ROCKSDB_DIR_KEY = "state.backend.rocksdb.localdir"
+# In the order they run, alternating.
+MODES = ("scan_only", "binary_joins", "multi_join", "multi_join_rocksdb")
 
 _FLINK_TYPES = {"int": "INT", "bigint": "BIGINT", "long": "BIGINT", "string": "STRING",
                 "double": "DOUBLE", "timestamp": "TIMESTAMP(3)"}
@@ -111,32 +120,43 @@ def statements(spec: dict) -> dict[str, list[str]]:
     }
 
 
-def _environment(streaming: bool, parallelism: int, multi_join: bool):
+def job_config(mode: str, parallelism: int, rocksdb_dir: str) -> dict[str, str]:
+    """A mode's Flink configuration. RocksDB's local directory is set in every mode (the hashmap
+    backend ignores it), so that every run can tell which backend ran."""
+    config = {"parallelism.default": str(parallelism),
+              MULTI_JOIN_KEY: "true" if mode.startswith("multi_join") else "false",
+              ROCKSDB_DIR_KEY: rocksdb_dir, "pipeline.name": "flink-peer"}
+    if mode == "multi_join_rocksdb":
+        config[STATE_BACKEND_KEY] = "rocksdb"
+    return config
+
+
+def _environment(streaming: bool, config: dict[str, str]):
     from pyflink.table import EnvironmentSettings, TableEnvironment
 
     settings = (EnvironmentSettings.in_streaming_mode() if streaming
                 else EnvironmentSettings.in_batch_mode())
     env = TableEnvironment.create(settings)
-    config = env.get_config()
-    config.set("parallelism.default", str(parallelism))
-    config.set(MULTI_JOIN_KEY, "true" if multi_join else "false")
-    config.set("pipeline.name", "flink-peer")
+    for key, value in config.items():
+        env.get_config().set(key, value)
     return env
 
 
 def _run(spec: dict, sql: dict, mode: str) -> dict:
-    env = _environment(True, spec["parallelism"], mode == "multi_join")
-    for statement in sql["ddl"]:
-        env.execute_sql(statement)
-    insert = sql["scan"] if mode == "scan_only" else sql["join"]
-    plan = env.explain_sql(insert)
-    started = time.perf_counter()
-    result = env.execute_sql(insert)
-    result.wait()
-    wall = time.perf_counter() - started
-    net = result.get_job_client().get_job_execution_result().result().get_net_runtime()
-    return {"seconds": round(wall, 2), "net_runtime_seconds": round(net / 1000, 2),
-            "multi_join_in_plan": "MultiJoin" in plan}
+    with tempfile.TemporaryDirectory() as scratch:
+        rocksdb_dir = Path(scratch) / "rocksdb"
+        env = _environment(True, job_config(mode, spec["parallelism"], str(rocksdb_dir)))
+        for statement in sql["ddl"]:
+            env.execute_sql(statement)
+        insert = sql["scan"] if mode == "scan_only" else sql["join"]
+        plan = env.explain_sql(insert)
+        started = time.perf_counter()
+        result = env.execute_sql(insert)
+        result.wait()
+        wall = time.perf_counter() - started
+        net = result.get_job_client().get_job_execution_result().result().get_net_runtime()
+        return {"seconds": round(wall, 2), "net_runtime_seconds": round(net / 1000, 2),
+                "multi_join_in_plan": "MultiJoin" in plan, "rocksdb_used": rocksdb_dir.exists()}
 
 
 def main() -> None:
@@ -145,25 +165,29 @@ def main() -> None:
 
     # The output rows, once and untimed (a blackhole sink counts nothing); it also warms up
     # the JVM and the planner before any timed run.
-    counter = _environment(False, spec["parallelism"], False)
+    # Batch mode keeps no state: RocksDB's directory stays Flink's default, the temp folder.
+    config = job_config("binary_joins", spec["parallelism"], tempfile.gettempdir())
+    counter = _environment(False, config)
     for statement in sql["ddl"]:
         counter.execute_sql(statement)
     with counter.execute_sql(sql["count"]).collect() as rows:
         output_rows = int(next(iter(rows))[0])
 
-    runs: dict[str, list[dict]] = {"scan_only": [], "binary_joins": [], "multi_join": []}
+    runs: dict[str, list[dict]] = {mode: [] for mode in MODES}
     for _ in range(spec["times"]):  # alternating, so that every mode sees the machine alike
         for mode in runs:
             runs[mode].append(_run(spec, sql, mode))
     out = {"output_rows": output_rows, "parallelism": spec["parallelism"],
-           "state_backend": "Flink's default (hashmap, on the heap)", "checkpointing": False,
+           "state_backend": "Flink's default (hashmap, on the heap); embedded RocksDB in "
+                            "multi_join_rocksdb", "checkpointing": False,
            "sql": {"join": sql["join"], "scan": sql["scan"]}}
     for mode, mode_runs in runs.items():
         best = min(mode_runs, key=lambda run: run["seconds"])
         out[mode] = {"seconds": best["seconds"],
                      "net_runtime_seconds": min(r["net_runtime_seconds"] for r in mode_runs),
                      "runs_seconds": [r["seconds"] for r in mode_runs],
-                     "multi_join_in_plan": all(r["multi_join_in_plan"] for r in mode_runs)}
+                     "multi_join_in_plan": all(r["multi_join_in_plan"] for r in mode_runs),
+                     "rocksdb_used": all(r["rocksdb_used"] for r in mode_runs)}
     Path(sys.argv[2]).write_text(json.dumps(out, indent=2))
 
 

@@ -1,9 +1,11 @@
-"""The Flink peer's SQL text and the benchmark's Flink table, without Flink (milliseconds: the
-peer itself runs only in `scripts/benchmark --flink`)."""
+"""The Flink peer's SQL text and configuration, and the benchmark's Flink table and checks, without
+Flink (milliseconds: the peer itself runs only in `scripts/benchmark --flink`)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
 
 from support.modules import load_module
 
@@ -44,6 +46,20 @@ def test_sql_with_given_joins_keeps_every_column_and_each_on_clause():
                            "SELECT `k1` FROM input1 UNION ALL SELECT `k2` FROM input2")
 
 
+def test_only_the_rocksdb_mode_changes_the_state_backend_and_multi_join_modes_enable_it():
+    configs = {mode: flink_peer.job_config(mode, 2, "/s/rocksdb") for mode in flink_peer.MODES}
+    assert configs["multi_join_rocksdb"] == {
+        "parallelism.default": "2", "table.optimizer.multi-join.enabled": "true",
+        "state.backend.rocksdb.localdir": "/s/rocksdb", "pipeline.name": "flink-peer",
+        "state.backend.type": "rocksdb"}
+    assert configs["multi_join"] == {key: value for key, value
+                                     in configs["multi_join_rocksdb"].items()
+                                     if key != "state.backend.type"}
+    for mode in ("scan_only", "binary_joins"):
+        assert configs[mode][flink_peer.MULTI_JOIN_KEY] == "false"
+        assert flink_peer.STATE_BACKEND_KEY not in configs[mode]
+
+
 def test_spark_types_map_to_flink_types():
     assert flink_peer.flink_columns("k0 int, v0 bigint, t0 timestamp") == [
         ("k0", "INT"), ("v0", "BIGINT"), ("t0", "TIMESTAMP(3)")]
@@ -56,8 +72,25 @@ def test_benchmark_table_has_flink_columns_only_when_flink_ran():
     assert benchmark.flink_markdown([spark_only]) == []
     mode = {"seconds": 2.5}
     with_flink = dict(spark_only, flink={"output_rows": 1000, "multi_join": {"seconds": 2.25},
+                                         "multi_join_rocksdb": {"seconds": 3.5},
                                          "binary_joins": {"seconds": 4.0},
                                          "scan_only": {"seconds": 1.5}, "other": mode})
     lines = benchmark.flink_markdown([spark_only, with_flink])
     assert lines[1].startswith("| workload | output rows | Spark's chain s |")
-    assert lines[3:] == ["| fanout | 1,000 | 9.00 | 3.00 | 4.00 | 2.25 | 1.50 | 0.75 | 2.50 |"]
+    assert "| Flink MultiJoin s | Flink MultiJoin, RocksDB s | Flink scan only s |" in lines[1]
+    assert lines[1].count("|") == lines[2].count("|") == lines[3].count("|")
+    assert lines[3:] == [
+        "| fanout | 1,000 | 9.00 | 3.00 | 4.00 | 2.25 | 3.50 | 1.50 | 0.75 | 2.50 |"]
+
+
+def test_benchmark_fails_where_flink_ran_another_state_backend(monkeypatch):
+    benchmark = load_module(SCRIPTS / "benchmark.py")
+    peer = {"output_rows": 10, **{mode: {"seconds": 1.0, "multi_join_in_plan": "multi" in mode,
+                                          "rocksdb_used": mode == "multi_join_rocksdb"}
+                                   for mode in flink_peer.MODES}}
+    monkeypatch.setattr(benchmark, "run_flink_peer", lambda workload, folder, times: peer)
+    workload = benchmark.Workload("w", "", [], [], None)
+    assert benchmark.flink_peer_result(workload, Path("/d"), {"output_rows": 10}) is peer
+    peer["multi_join_rocksdb"]["rocksdb_used"] = False
+    with pytest.raises(SystemExit, match="state backends"):
+        benchmark.flink_peer_result(workload, Path("/d"), {"output_rows": 10})
