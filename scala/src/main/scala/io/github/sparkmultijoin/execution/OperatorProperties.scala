@@ -13,7 +13,7 @@ import org.apache.spark.sql.types.{DataType, StructType}
  * JSON of Spark's OperatorStateMetadataV2, which the `state-metadata` source shows) so that a
  * restart can say what changed.
  *
- * Why: the state keeps one column family per input, of that input's rows. A restart whose
+ * Why: the state keeps every input's rows, each in its input's columns. A restart whose
  * multi-join has other inputs (`multi-join.max-tables` regroups a long chain into other
  * multi-joins), other input columns, or other outer joins cannot use it. Spark's schema check
  * refuses most such restarts, but with STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE, which names

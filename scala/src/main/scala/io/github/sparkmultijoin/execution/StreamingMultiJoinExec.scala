@@ -6,7 +6,7 @@ import scala.util.control.NonFatal
 
 import io.github.sparkmultijoin.analysis.{Conjunct, EventTimeBounds, JoinTree}
 import io.github.sparkmultijoin.execution.StreamingMultiJoinHelper.onExhaustion
-import io.github.sparkmultijoin.execution.state.MultiJoinStateManager
+import io.github.sparkmultijoin.execution.state.{MultiJoinStateManager, MultiJoinStateReader}
 import io.github.sparkmultijoin.logical.MultiJoin
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -141,7 +141,10 @@ case class StreamingMultiJoinExec(
       batchId: Long,
       stateSchemaVersion: Int): List[StateSchemaValidationResult] = {
     previousOperatorMetadata(hadoopConf, batchId).foreach {
-      validateNewMetadata(_, operatorStateMetadata())
+      case previous: OperatorStateMetadataV2 =>
+        recordedProperties(previous, hadoopConf).checkRestart(operatorProperties,
+          getStateInfo.operatorId)
+      case _ =>
     }
     // Spark passes its default schema format, which predates column families; ours need 3.
     validateAndWriteStateSchema(
@@ -149,6 +152,29 @@ case class StreamingMultiJoinExec(
   }
 
   private val ColumnFamilySchemaFormat = 3
+
+  /**
+   * What the checkpoint's operator metadata records; where it predates recording the inputs'
+   * columns, those columns as its state schema files give them for the families of rows per
+   * input (layout versions 1 and 2). Layout version 3 keeps rows as bytes, so Spark's schema
+   * check no longer compares an input's columns with the stored rows': without this, a restart
+   * of such a checkpoint with other columns would read its rows wrongly.
+   */
+  private def recordedProperties(
+      previous: OperatorStateMetadataV2,
+      hadoopConf: Configuration): OperatorProperties = {
+    val recorded = OperatorProperties.fromJson(previous.operatorPropertiesJson)
+    if (recorded.inputSchemas.isDefined) {
+      recorded
+    } else {
+      val info = getStateInfo
+      val families = MultiJoinStateReader.columnFamilies(
+        StateStoreId(info.checkpointLocation, info.operatorId, 0), previous, hadoopConf)
+      val version2Inputs = Iterator.from(0).map(MultiJoinStateManager.version2RowFamily)
+        .map(families.get).takeWhile(_.isDefined).map(_.get.valueSchema).toSeq
+      recorded.copy(inputSchemas = Some(version2Inputs).filter(_.nonEmpty))
+    }
+  }
 
   /**
    * The operator metadata the checkpoint has for the batch before `batchId`, read as Spark reads

@@ -133,10 +133,11 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
   private def unsupportedStateStore: Option[String] = {
     val provider = conf.getConfString(ProviderClassKey, "")
     if (!provider.endsWith(RocksDbProvider)) {
-      Some(s"the multi-join keeps one column family per input, which needs the RocksDB state " +
-        s"store. Set $ProviderClassKey to " +
-        s"org.apache.spark.sql.execution.streaming.state.$RocksDbProvider (the Python helper " +
-        s"configure_spark_with_multijoin does this) for a new query; it is now '$provider'.")
+      Some(
+        s"the multi-join keeps its state in RocksDB column families, which need the RocksDB state " +
+          s"store. Set $ProviderClassKey to " +
+          s"org.apache.spark.sql.execution.streaming.state.$RocksDbProvider (the Python helper " +
+          s"configure_spark_with_multijoin does this) for a new query; it is now '$provider'.")
     } else if (conf.getConfString(CheckpointFormatKey, "1") != "1") {
       Some(s"the multi-join supports only state store checkpoint format version 1; " +
         s"$CheckpointFormatKey is ${conf.getConfString(CheckpointFormatKey)}.")

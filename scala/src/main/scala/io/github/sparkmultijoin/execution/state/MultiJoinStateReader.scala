@@ -223,6 +223,18 @@ object MultiJoinStateReader {
     }
   }
 
+  /**
+   * The schemas of the column families of the operator whose store `storeId` is, by name, from
+   * the state schema files its `metadata` names.
+   */
+  def columnFamilies(
+      storeId: StateStoreId,
+      metadata: OperatorStateMetadataV2,
+      hadoopConf: Configuration): Map[String, StateStoreColFamilySchema] =
+    new StateSchemaCompatibilityChecker(StateStoreProviderId(storeId, UUID.randomUUID()),
+      hadoopConf, metadata.stateStoreInfo.head.stateSchemaFilePaths.map(new Path(_)))
+      .readSchemaFile().map(family => family.colFamilyName -> family).toMap
+
   /** A multi-join as the checkpoint's metadata describes it. */
   private case class MultiJoinOperator(
       checkpoint: Path,
@@ -255,12 +267,8 @@ object MultiJoinStateReader {
     }
 
     /** The schemas of the operator's column families, by name, from the state schema files. */
-    def families(hadoopConf: Configuration): Map[String, StateStoreColFamilySchema] = {
-      val storeId = StateStoreId(new Path(checkpoint, "state").toString, id, 0)
-      new StateSchemaCompatibilityChecker(
-        StateStoreProviderId(storeId, UUID.randomUUID()), hadoopConf,
-        store.stateSchemaFilePaths.map(new Path(_))).readSchemaFile()
-        .map(family => family.colFamilyName -> family).toMap
-    }
+    def families(hadoopConf: Configuration): Map[String, StateStoreColFamilySchema] =
+      columnFamilies(StateStoreId(new Path(checkpoint, "state").toString, id, 0), metadata,
+        hadoopConf)
   }
 }

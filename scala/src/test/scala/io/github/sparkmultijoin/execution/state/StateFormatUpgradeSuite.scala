@@ -11,6 +11,7 @@ import org.apache.commons.io.FileUtils
 
 import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.functions.expr
+import org.apache.spark.sql.streaming.StreamingQueryException
 
 /**
  * A checkpoint written by an earlier version resumes with this one, and the query's whole output
@@ -59,6 +60,32 @@ class StateFormatUpgradeSuite extends MultiJoinSuiteBase {
       Seq((Some(1), 3, at(198)), (Some(1), 3, at(302)), (Some(2), 3, at(301)))),
     Seq.fill(3)(Seq((Some(9), 4, at(1000)))))
 
+  private val fixture = new File(getClass.getResource("/state-format-2").toURI)
+
+  // The operator metadata of the fixture's multi-join, which names its schema file by the path
+  // the checkpoint was written at.
+  private val metadataFile = "state/1073741824/_metadata/v2/0"
+  private val writtenAt = "file:/tmp/v2-fixture/checkpoint"
+
+  /**
+   * Copies the fixture's checkpoint to `dir`, pointing its metadata at the copy's schema file;
+   * with `versionOnly`, its operator properties become what builds before ad64604 recorded.
+   */
+  private def copyCheckpoint(dir: File, versionOnly: Boolean = false): Unit = {
+    FileUtils.copyDirectory(new File(fixture, "checkpoint"), dir)
+    val metadata = new File(dir, metadataFile)
+    val Array(version, json) = FileUtils.readFileToString(metadata, "UTF-8").split("\n", 2)
+    val moved = json.replace(writtenAt, dir.toURI.toString.stripSuffix("/"))
+    val properties = """"operatorPropertiesJson":"(?:[^"\\]|\\.)*""""
+    FileUtils.writeStringToFile(metadata,
+      version + "\n" +
+        (if (versionOnly) {
+           moved.replaceFirst(properties,
+             """"operatorPropertiesJson":"{\\"stateFormatVersion\\":2}"""")
+         } else moved), "UTF-8")
+    new File(metadata.getParentFile, ".0.crc").delete()
+  }
+
   /** Rows as sorted strings, event times in epoch seconds: the same in every time zone. */
   private def rendered(rows: Seq[Row]): List[String] = rows.map(_.toSeq.map {
     case time: Timestamp => (time.getTime / 1000).toString
@@ -71,10 +98,9 @@ class StateFormatUpgradeSuite extends MultiJoinSuiteBase {
     .select("k0", "v0", "t0").collect().toSeq)
 
   test("a checkpoint of state layout version 2 resumes, and the output is the batch query's") {
-    val fixture = new File(getClass.getResource("/state-format-2").toURI)
     val emittedBefore = Files.readAllLines(new File(fixture, "emitted.txt").toPath).asScala.toList
     withTempDir { dir =>
-      FileUtils.copyDirectory(new File(fixture, "checkpoint"), dir)
+      copyCheckpoint(dir)
       val inputs =
         new SteppedInputs[Timed](spark, (0 until 3).map(i => Seq(s"k$i", s"v$i", s"t$i")))
       // The same rows in the same steps: the restarted sources then stand at the checkpoint's
@@ -96,6 +122,28 @@ class StateFormatUpgradeSuite extends MultiJoinSuiteBase {
       assert(expected.contains("[4,2,200,4,3,201,4,2,209]"),
         "a row added after the restart joins rows stored before it")
       assert((emittedBefore ++ rendered(emittedAfter)).sorted == expected)
+    }
+  }
+
+  test(
+    "a version 2 checkpoint that recorded no input columns is refused if one's columns changed") {
+    withTempDir { dir =>
+      copyCheckpoint(dir, versionOnly = true)
+      assert(FileUtils.readFileToString(new File(dir, metadataFile), "UTF-8")
+        .contains(""""operatorPropertiesJson":"{\"stateFormatVersion\":2}""""))
+      val inputs =
+        new SteppedInputs[Timed](spark, (0 until 3).map(i => Seq(s"k$i", s"v$i", s"t$i")))
+      for (step <- before; (rows, input) <- step.zipWithIndex) inputs.add(input, rows: _*)
+      inputs.add(0, after.head.head: _*)
+      // Input b with a column more than the checkpoint's rows have.
+      val frames = inputs.streaming.updated(1, inputs.streaming(1).withColumn("w1", expr("v1 + 1")))
+      val error = intercept[StreamingQueryException] {
+        val steps = withMultiJoin(enabled = true)(new StreamingSteps(query(frames), dir))
+        try steps.process()
+        finally steps.close()
+      }
+      assert(error.getMessage.contains("input 1 had the columns (k1 INT, v1 INT NOT NULL, " +
+          "t1 TIMESTAMP NOT NULL) and now has ("), error.getMessage)
     }
   }
 }
