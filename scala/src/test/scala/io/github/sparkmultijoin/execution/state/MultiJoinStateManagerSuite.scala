@@ -114,8 +114,12 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
 
   // Created as Spark creates a partition's provider (its RocksDB provider class is private to
   // Spark), for a run of its own.
-  private def withProvider[T](body: StateStoreProvider => T): T = withTempDir { dir =>
+  private def withProvider[T](body: StateStoreProvider => T): T = withProviderConf()(body)
+
+  private def withProviderConf[T](settings: (String, String)*)(
+      body: StateStoreProvider => T): T = withTempDir { dir =>
     val sqlConf = new SQLConf
+    settings.foreach { case (key, value) => sqlConf.setConfString(key, value) }
     sqlConf.setConfString(SQLConf.STATE_STORE_PROVIDER_CLASS.key,
       MultiJoinSuiteBase.RocksDbProvider)
     // A commit then writes a changelog rather than a snapshot of the whole store: much faster.
@@ -199,7 +203,9 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
   }
 
   test("rows of earlier batches are told from this batch's, and row counts are kept") {
-    withProvider { provider =>
+    // With Spark's row checksums too, which read a key's values another way.
+    for (checksums <- Seq(false, true)) withProviderConf(
+      "spark.sql.streaming.stateStore.rowChecksum.enabled" -> checksums.toString) { provider =>
       inBatch(provider, 0) { state =>
         append(state, 0, 1, 10, 100)
         append(state, 0, 1, 11, 110)
