@@ -154,7 +154,11 @@ class MultiJoinStateManager(
     val earlier, added = Array.fill(numInputs)(ArrayBuffer.empty[UnsafeRow])
     storedValues(key).foreach { value =>
       val input = value.getInt(InputOrdinal)
-      (if (value.getLong(BatchIdOrdinal) == batchId) added else earlier) (input) += inputRow(value)
+      // An input read from memory has its rows there: its stored copies are not decoded.
+      if (!readsFromMemory(input)) {
+        (if (value.getLong(BatchIdOrdinal) == batchId) added else earlier) (input) +=
+          inputRow(value)
+      }
     }
     keyReads += 1
     keyReadNs += System.nanoTime - startNs
@@ -166,15 +170,10 @@ class MultiJoinStateManager(
 
   /** The values of `rows` under `key`, not copied: each is read before the next is. */
   private def storedValues(key: UnsafeRow): Iterator[UnsafeRow] =
-    Option(store.valuesIterator(key, RowsFamily)).getOrElse(Iterator.empty)
+    store.valuesIterator(key, RowsFamily)
 
-  /** The input row a value of `rows` holds, in an array of its own. */
-  private def inputRow(value: UnsafeRow): UnsafeRow = {
-    val bytes = value.getBinary(RowBytesOrdinal)
-    val row = new UnsafeRow(inputWidths(value.getInt(InputOrdinal)))
-    row.pointTo(bytes, bytes.length)
-    row
-  }
+  private def inputRow(value: UnsafeRow): UnsafeRow =
+    storedInputRow(value, inputWidths(value.getInt(InputOrdinal)))
 
   private def storedRow(input: Int, rowBatchId: Long, rowIndex: Long, row: UnsafeRow): UnsafeRow = {
     storedValue.setInt(InputOrdinal, input)
@@ -450,6 +449,17 @@ object MultiJoinStateManager {
   val BatchIdOrdinal = 1
   val RowIndexOrdinal = 2
   val RowBytesOrdinal = 3
+
+  /**
+   * The input row a value of `rows` ([[StoredRowSchema]]) holds, of `numFields` columns, in an
+   * array of its own.
+   */
+  def storedInputRow(value: UnsafeRow, numFields: Int): UnsafeRow = {
+    val bytes = value.getBinary(RowBytesOrdinal)
+    val row = new UnsafeRow(numFields)
+    row.pointTo(bytes, bytes.length)
+    row
+  }
 
   /** The id of a stored row: the join key's columns, then the row's batch and index. */
   def rowIdSchema(keySchema: StructType): StructType =

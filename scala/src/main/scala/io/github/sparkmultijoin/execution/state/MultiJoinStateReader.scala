@@ -12,8 +12,8 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
-import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, OperatorStateMetadata, OperatorStateMetadataReader, OperatorStateMetadataV2, StateSchemaCompatibilityChecker, StateStoreColFamilySchema, StateStoreConf, StateStoreId, StateStoreProvider, StateStoreProviderId}
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow, UnsafeProjection}
+import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, OperatorStateMetadata, OperatorStateMetadataReader, OperatorStateMetadataV2, StateSchemaCompatibilityChecker, StateStore, StateStoreColFamilySchema, StateStoreConf, StateStoreId, StateStoreProvider, StateStoreProviderId}
 import org.apache.spark.sql.multijoin.SparkInternals
 import org.apache.spark.sql.types.{IntegerType, LongType, StructType}
 import org.apache.spark.util.SerializableConfiguration
@@ -160,11 +160,7 @@ object MultiJoinStateReader {
     }
   }
 
-  /**
-   * Opens the store of `storeId` at `batch`'s version and reads `input`'s rows: from `rows` if
-   * the store has that family (layout version 3), else from the input's own family (version 2,
-   * a checkpoint not yet run with version 3).
-   */
+  /** Opens the store of `storeId` at `batch`'s version and reads `input`'s rows. */
   private def readPartition(
       storeId: StateStoreId,
       batch: Long,
@@ -188,11 +184,27 @@ object MultiJoinStateReader {
     val extra = new GenericInternalRow(Array[Any](0L, storeId.partitionId))
     val joined = new JoinedRow
     val project = UnsafeProjection.create(schema)
-    val inputWidth = schema.length - 2
+    storedRows(store, input, numFields = schema.length - 2, families).map {
+      case (row, rowBatchId) =>
+        extra.setLong(0, rowBatchId)
+        project(joined(row, extra))
+    }
+  }
+
+  /**
+   * `input`'s rows in `store` (of `numFields` columns), each with the batch that stored it: from
+   * `rows` if the store has that family (layout version 3), else from the input's own family
+   * (version 2, a checkpoint not yet run with version 3).
+   */
+  private def storedRows(
+      store: StateStore,
+      input: Int,
+      numFields: Int,
+      families: Map[String, StateStoreColFamilySchema]): Iterator[(InternalRow, Long)] = {
     def register(name: String, multipleValues: Boolean): StateStoreColFamilySchema = {
       val family = families.getOrElse(name,
         throw new IllegalStateException(
-          s"The state schema files of $storeId have no schema for its column family $name: " +
+          s"The state schema files of ${store.id} have no schema for its column family $name: " +
             "the checkpoint is incomplete."))
       store.createColFamilyIfAbsent(name, family.keySchema, family.valueSchema,
         family.keyStateEncoderSpec.get, useMultipleValuesPerKey = multipleValues)
@@ -204,20 +216,13 @@ object MultiJoinStateReader {
       store.iteratorWithMultiValues(MultiJoinStateManager.RowsFamily).map(_.value)
         .filter(_.getInt(MultiJoinStateManager.InputOrdinal) == input)
         .map { value =>
-          val bytes = value.getBinary(MultiJoinStateManager.RowBytesOrdinal)
-          val row = new UnsafeRow(inputWidth)
-          row.pointTo(bytes, bytes.length)
-          extra.setLong(0, value.getLong(MultiJoinStateManager.BatchIdOrdinal))
-          project(joined(row, extra))
+          (MultiJoinStateManager.storedInputRow(value, numFields),
+            value.getLong(MultiJoinStateManager.BatchIdOrdinal))
         }
     } else if (store.allColumnFamilyNames.contains(version2Family)) {
-      val family = register(version2Family, multipleValues = false)
       // The row's id: the join key's columns, then batchId and rowIndex.
-      val batchIdOrdinal = family.keySchema.length - 2
-      store.iterator(version2Family).map { pair =>
-        extra.setLong(0, pair.key.getLong(batchIdOrdinal))
-        project(joined(pair.value, extra))
-      }
+      val batchIdOrdinal = register(version2Family, multipleValues = false).keySchema.length - 2
+      store.iterator(version2Family).map(pair => (pair.value, pair.key.getLong(batchIdOrdinal)))
     } else {
       Iterator.empty
     }

@@ -6,7 +6,7 @@ import scala.collection.mutable
 import scala.util.Random
 
 import io.github.sparkmultijoin.MultiJoinSuiteBase
-import io.github.sparkmultijoin.execution.state.MultiJoinStateManager.{BatchIdOrdinal, InputOrdinal, RowBytesOrdinal, RowIndexOrdinal, RowsFamily, timeFamily, version2RowFamily}
+import io.github.sparkmultijoin.execution.state.MultiJoinStateManager.{BatchIdOrdinal, InputOrdinal, RowIndexOrdinal, RowsFamily, timeFamily, version2RowFamily}
 import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.sql.catalyst.InternalRow
@@ -74,10 +74,8 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
   private def storedRows(store: StateStore, input: Int, k: Int): Seq[(Long, Long, UnsafeRow)] =
     store.valuesIterator(key(k), RowsFamily).filter(_.getInt(InputOrdinal) == input).map {
       value =>
-        val bytes = value.getBinary(RowBytesOrdinal)
-        val row = new UnsafeRow(inputSchemas(input).length)
-        row.pointTo(bytes, bytes.length)
-        (value.getLong(BatchIdOrdinal), value.getLong(RowIndexOrdinal), row)
+        (value.getLong(BatchIdOrdinal), value.getLong(RowIndexOrdinal),
+          MultiJoinStateManager.storedInputRow(value, inputSchemas(input).length))
     }.toList
 
   /** Per row value of `input` under `k`, its id as (batch, row index). */
