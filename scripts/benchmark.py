@@ -325,7 +325,8 @@ ENGINE_PHASES = ("latestOffset", "getBatch", "queryPlanning", "walCommit", "addB
 # The stateful operators' own metrics and their stores' (summed over partitions: task ms, which
 # two cores run in about half the wall time). numKeyReads and keyReadTimeMs are the
 # multi-join's reads of stored rows, one RocksDB get per key, which Spark's store counts among
-# its gets too. Left out: rocksdbFilesCopied, which repeats the last snapshot upload's count in every later batch.
+# its gets too. Left out: rocksdbFilesCopied, which repeats the last snapshot upload's count in
+# every later batch.
 STATE_METRICS = ("numStateStoreInstances", "allUpdatesTimeMs", "allRemovalsTimeMs",
                  "commitTimeMs")
 STORE_METRICS = ("rocksdbLoadLatencyMs", "rocksdbChangeLogWriterCommitLatencyMs",
