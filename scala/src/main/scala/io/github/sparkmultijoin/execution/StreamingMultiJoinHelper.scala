@@ -6,7 +6,7 @@ import io.github.sparkmultijoin.analysis.{Conjunct, InputColumns, JoinTree}
 import io.github.sparkmultijoin.execution.state.{KeyRows, MultiJoinStateManager}
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{And, Attribute, BasePredicate, Expression, GenericInternalRow, Predicate, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{And, Attribute, BasePredicate, Expression, Predicate, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.util.{ArrayData, MapData}
 import org.apache.spark.sql.execution.metric.SQLMetric
 import org.apache.spark.sql.types.{DataType, Decimal}
@@ -58,19 +58,25 @@ object StreamingMultiJoinHelper {
     inputs.indices.map(probePlan(inputs, conjuncts, _))
 
   /**
-   * One row per input, seen as the concatenation of all inputs' rows, for evaluating the
-   * condition and projecting the output. Inputs not yet bound read as nulls.
+   * One row per input, seen as the concatenation of all inputs' rows: read through `row` to
+   * evaluate the condition, copied by `outputRow` to emit. Inputs not bound read as nulls.
+   *
+   * @param inputs per input, the types of its columns
    */
-  class BoundRows(widths: Seq[Int]) {
-    require(widths.length >= 2)
-    private val nullRows: Array[InternalRow] = widths.map(new GenericInternalRow(_)).toArray
+  class BoundRows(inputs: Seq[Seq[DataType]]) {
+    require(inputs.length >= 2)
+    private val nullRows: Array[UnsafeRow] = inputs.map(UnsafeRowConcatenator.nullRow).toArray
     private val rows = nullRows.clone()
+    private val concatenator = new UnsafeRowConcatenator(inputs)
 
-    def bind(input: Int, row: InternalRow): Unit = rows(input) = row
+    def bind(input: Int, row: UnsafeRow): Unit = rows(input) = row
 
     def clear(input: Int): Unit = rows(input) = nullRows(input)
 
-    val row: InternalRow = new ConcatenatedRows(rows, widths)
+    val row: InternalRow = new ConcatenatedRows(rows, inputs.map(_.length))
+
+    /** The bound rows as one output row, reused by the next call. */
+    def outputRow(): UnsafeRow = concatenator.concatenate(rows)
   }
 
   /**
@@ -78,7 +84,7 @@ object StreamingMultiJoinHelper {
    * read. A column is found through two small arrays; a chain of JoinedRows would recount the
    * columns of the rows before it at every access, which for many inputs dominates projecting.
    */
-  private class ConcatenatedRows(rows: Array[InternalRow], widths: Seq[Int]) extends InternalRow {
+  private class ConcatenatedRows(rows: Array[UnsafeRow], widths: Seq[Int]) extends InternalRow {
     private val rowOf: Array[Int] =
       widths.zipWithIndex.flatMap { case (width, input) => Seq.fill(width)(input) }.toArray
     private val ordinalIn: Array[Int] = widths.flatMap(0 until _).toArray
@@ -215,8 +221,7 @@ class CompiledJoin(
   val keyProjections: Seq[UnsafeProjection] =
     keys.zip(inputs).map { case (key, columns) => UnsafeProjection.create(key, columns) }
   private val rowProjections = inputs.map(columns => UnsafeProjection.create(columns, columns))
-  val bound = new BoundRows(inputs.map(_.length))
-  val project: UnsafeProjection = UnsafeProjection.create(output, output)
+  val bound = new BoundRows(inputs.map(_.map(_.dataType)))
 
   /** Per input, how its new rows are joined with all other inputs' rows. */
   val deltaPlans: Seq[CompiledPlan] = probePlans(inputs, conjuncts).map(new CompiledPlan(_))
@@ -235,7 +240,7 @@ class CompiledJoin(
   }.toMap
 
   /** Binds `row` of `input` and nothing else. */
-  def bindOnly(input: Int, row: InternalRow): Unit = {
+  def bindOnly(input: Int, row: UnsafeRow): Unit = {
     inputs.indices.foreach(bound.clear)
     bound.bind(input, row)
   }
@@ -295,13 +300,14 @@ class DeltaJoiner(
       Iterator.empty
     } else {
       val key = join.keyProjections(input)(row)
+      val unsafeRow = join.toUnsafe(input, row)
       if (key.anyNull) {
-        padder.padWithoutKey(input, row)
+        padder.padWithoutKey(input, unsafeRow)
       } else {
-        join.bindOnly(input, row)
+        join.bindOnly(input, unsafeRow)
         // A FULL OUTER input's row that fails its own ON clause still comes out, padded.
         if (join.passes(join.deltaPlans(input).onNewRow) || join.tree.isFullOuter(input)) {
-          state.append(input, key, join.toUnsafe(input, row))
+          state.append(input, key, unsafeRow)
         }
         Iterator.empty
       }
@@ -329,7 +335,7 @@ class DeltaJoiner(
           join.combinations(join.deltaPlans(input),
             probed =>
               if (probed < input) rowsOf(probed).rows else rowsOf(probed).earlierRows
-          )(_ => join.project(join.bound.row))
+          )(_ => join.bound.outputRow())
         }
       }
     }
@@ -382,7 +388,7 @@ class OuterJoinPadder(
    * A row with a null key joins no row. It comes out at once where it decides its own output
    * row: a FULL OUTER input's row, or the only inner input's, every outer input padded.
    */
-  def padWithoutKey(input: Int, row: InternalRow): Iterator[InternalRow] =
+  def padWithoutKey(input: Int, row: UnsafeRow): Iterator[InternalRow] =
     if (tree.isFullOuter(input)) {
       join.bindOnly(input, row)
       Iterator.single(emit())
@@ -393,13 +399,13 @@ class OuterJoinPadder(
     }
 
   private def paddedWithInner(
-      decidingRow: InternalRow,
+      decidingRow: UnsafeRow,
       stored: Int => Array[UnsafeRow]): Iterator[InternalRow] =
     rowsWithInner(decidingRow, stored, outerOrder.length).filter(padded => padded).map(_ => emit())
 
   private def paddedFrom(
       fullOuter: Int,
-      row: InternalRow,
+      row: UnsafeRow,
       stored: Int => Array[UnsafeRow]): Iterator[InternalRow] = {
     val step = outerOrder.indexOf(fullOuter)
     if (!matchesNothingBefore(step, row, stored)) {
@@ -412,13 +418,13 @@ class OuterJoinPadder(
 
   private def emit(): InternalRow = {
     numNullPaddedRows += 1
-    join.project(join.bound.row)
+    join.bound.outputRow()
   }
 
   /** Whether no row of the joins before the FULL OUTER join at `step` matches `row`. */
   private def matchesNothingBefore(
       step: Int,
-      row: InternalRow,
+      row: UnsafeRow,
       stored: Int => Array[UnsafeRow]): Boolean = {
     val fullOuter = outerOrder(step)
     !rowsBefore(step, stored).exists { _ =>
@@ -448,7 +454,7 @@ class OuterJoinPadder(
    * `until`; per row, whether an input in it is padded.
    */
   private def rowsWithInner(
-      decidingRow: InternalRow,
+      decidingRow: UnsafeRow,
       stored: Int => Array[UnsafeRow],
       until: Int): Iterator[Boolean] = {
     val inner = join.innerPlan

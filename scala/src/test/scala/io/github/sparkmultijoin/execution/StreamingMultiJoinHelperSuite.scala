@@ -9,7 +9,8 @@ import org.scalatest.funsuite.AnyFunSuite
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Add, And, AttributeReference, EqualTo, GenericInternalRow, GreaterThan, JoinedRow, Literal, Not, Remainder, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
-import org.apache.spark.sql.types.{BinaryType, DataType, IntegerType, StringType, StructType}
+import org.apache.spark.sql.catalyst.util.ArrayData
+import org.apache.spark.sql.types.{ArrayType, BinaryType, DataType, Decimal, DecimalType, IntegerType, LongType, StringType, StructField, StructType}
 import org.apache.spark.unsafe.types.UTF8String
 
 class StreamingMultiJoinHelperSuite extends AnyFunSuite {
@@ -67,7 +68,7 @@ class StreamingMultiJoinHelperSuite extends AnyFunSuite {
       val newValue = random.nextInt(10)
 
       val output = values
-      val bound = new BoundRows(Seq.fill(n)(1))
+      val bound = new BoundRows(Seq.fill(n)(Seq(IntegerType)))
       bound.bind(newInput, rows(Seq(newValue)).head)
       val checks = plan.checksAfterProbe.map(predicate(_, output))
       val newRowCheck = predicate(plan.checkOnNewRow, output)
@@ -90,19 +91,37 @@ class StreamingMultiJoinHelperSuite extends AnyFunSuite {
     }
   }
 
-  test("bound rows read as the inputs' rows joined, variable-length and null columns too") {
+  test("bound rows read as the inputs' rows joined, and their output row is what a " +
+    "projection of them writes, byte for byte") {
     val random = new Random(7)
-    val schemas = (0 until 4).map { i =>
-      new StructType().add(s"k$i", IntegerType).add(s"s$i", StringType).add(s"b$i", BinaryType)
+    val types = Seq[DataType](IntegerType, LongType, StringType, BinaryType, DecimalType(38, 2),
+      DecimalType(10, 2), ArrayType(IntegerType),
+      new StructType().add("a", IntegerType)
+        .add("b", StringType))
+    // Widths around a bitset word's 64 columns, so that null bits are shifted across words.
+    val schemas = Seq(3, 70, 1, 64, 2).zipWithIndex.map { case (width, i) =>
+      StructType(
+        (0 until width).map(c => StructField(s"c${i}_$c", types(random.nextInt(types.length)))))
     }
     val output = schemas.flatMap(DataTypeUtils.toAttributes)
     val project = UnsafeProjection.create(output, output)
     val toRows = schemas.map(schema => UnsafeProjection.create(schema))
-    def maybeNull(value: => Any): Any = if (random.nextInt(4) == 0) null else value
-    def randomRow(input: Int): UnsafeRow = toRows(input)(InternalRow(maybeNull(random.nextInt()),
-      maybeNull(UTF8String.fromString(random.alphanumeric.take(random.nextInt(20)).mkString)),
-      maybeNull(Array.fill(random.nextInt(12))(random.nextInt(256).toByte)))).copy()
-    val bound = new BoundRows(schemas.map(_.length))
+    def value(dataType: DataType): Any = if (random.nextInt(4) == 0) null
+    else dataType match {
+      case IntegerType => random.nextInt()
+      case LongType => random.nextLong()
+      case StringType =>
+        UTF8String.fromString(random.alphanumeric.take(random.nextInt(20)).mkString)
+      case BinaryType => Array.fill(random.nextInt(12))(random.nextInt(256).toByte)
+      case decimal: DecimalType =>
+        val digits = math.pow(10, decimal.precision - decimal.scale - 1).toLong
+        Decimal(BigDecimal(random.nextLong() % digits, decimal.scale))
+      case ArrayType(_, _) => ArrayData.toArrayData(Array.fill(random.nextInt(5))(random.nextInt()))
+      case struct: StructType => InternalRow(value(IntegerType), value(StringType))
+    }
+    def randomRow(input: Int): UnsafeRow =
+      toRows(input)(InternalRow.fromSeq(schemas(input).map(field => value(field.dataType)))).copy()
+    val bound = new BoundRows(schemas.map(_.map(_.dataType)))
     (1 to 200).foreach { trial =>
       val rows = schemas.indices.map { input =>
         if (random.nextInt(5) == 0) {
@@ -117,6 +136,7 @@ class StreamingMultiJoinHelperSuite extends AnyFunSuite {
       val joined = rows.reduceLeft[InternalRow](new JoinedRow(_, _))
       val expected = project(joined).copy()
       assert(project(bound.row) == expected, s"trial $trial")
+      assert(bound.outputRow() == expected, s"trial $trial")
       // A copy keeps the values bound now.
       def values(row: InternalRow) = row.toSeq(output.map(_.dataType)).map {
         case bytes: Array[Byte] => bytes.toSeq
