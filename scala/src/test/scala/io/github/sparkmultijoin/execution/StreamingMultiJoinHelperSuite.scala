@@ -3,14 +3,15 @@ package io.github.sparkmultijoin.execution
 import scala.util.Random
 
 import io.github.sparkmultijoin.analysis.Conjunct
-import io.github.sparkmultijoin.execution.StreamingMultiJoinHelper.{predicate, probePlan, probePlans, BoundRows, Combinations}
+import io.github.sparkmultijoin.execution.StreamingMultiJoinHelper.{addingIntervalsAsMicros, predicate, probePlan, probePlans, BoundRows, Combinations}
 import org.scalatest.funsuite.AnyFunSuite
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Add, And, AttributeReference, EqualTo, GenericInternalRow, GreaterThan, JoinedRow, Literal, Not, Remainder, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Add, And, AttributeReference, BoundReference, EqualTo, GenericInternalRow, GreaterThan, JoinedRow, Literal, Not, Remainder, TimestampAddInterval, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.catalyst.util.ArrayData
-import org.apache.spark.sql.types.{ArrayType, BinaryType, DataType, Decimal, DecimalType, IntegerType, LongType, StringType, StructField, StructType}
+import org.apache.spark.sql.catalyst.util.DateTimeConstants.MICROS_PER_DAY
+import org.apache.spark.sql.types.{ArrayType, BinaryType, DataType, DayTimeIntervalType, Decimal, DecimalType, IntegerType, LongType, StringType, StructField, StructType, TimestampType}
 import org.apache.spark.unsafe.types.UTF8String
 
 class StreamingMultiJoinHelperSuite extends AnyFunSuite {
@@ -146,5 +147,40 @@ class StreamingMultiJoinHelperSuite extends AnyFunSuite {
       schemas.indices.foreach(bound.clear)
       assert(values(copied) == values(joined), s"trial $trial")
     }
+  }
+
+  test("an interval shorter than a day added as microseconds gives Spark's answer, across " +
+    "changes of a zone's offset") {
+    val random = new Random(11)
+    val day = MICROS_PER_DAY
+    val intervals = Seq(0L, 30000000L, -30000000L, 3600000000L, -5400000000L, day - 1, 1 - day) ++
+      Seq.fill(20)(random.nextLong() % day)
+    // Instants around offset changes (America/New_York, Europe/Berlin, Australia/Lord_Howe's
+    // half hour), and anywhere from 1900 to 2100.
+    val changes = Seq("2026-03-08T07:00:00Z", "2026-11-01T06:00:00Z", "2026-03-29T01:00:00Z",
+      "2026-10-25T01:00:00Z", "2026-04-05T15:00:00Z", "2026-10-04T15:30:00Z")
+      .map(at => java.time.Instant.parse(at).getEpochSecond * 1000000L)
+    val instants =
+      changes.flatMap(at => Seq.fill(40)(at + random.nextLong() % (3 * 3600000000L))) ++
+        Seq.fill(100)(random.nextLong() % (100L * 365 * day))
+    val time = BoundReference(0, TimestampType, nullable = true)
+    for (zone <- Seq("America/New_York", "Europe/Berlin", "Australia/Lord_Howe", "Asia/Kolkata",
+        "UTC");
+      interval <- intervals) {
+      val spark = TimestampAddInterval(time, Literal(interval, DayTimeIntervalType()), Some(zone))
+      val ours = addingIntervalsAsMicros(spark)
+      assert(ours != spark)
+      for (micros <- instants :+ null.asInstanceOf[Any]) {
+        val row = InternalRow(micros)
+        assert(ours.eval(row) == spark.eval(row), s"$micros + $interval in $zone")
+      }
+      if (interval > 0) {
+        intercept[ArithmeticException](spark.eval(InternalRow(Long.MaxValue - 1)))
+        intercept[ArithmeticException](ours.eval(InternalRow(Long.MaxValue - 1)))
+      }
+    }
+    // A whole day follows the zone's calendar, so it stays as Spark adds it.
+    val wholeDay = TimestampAddInterval(time, Literal(day, DayTimeIntervalType()), Some("UTC"))
+    assert(addingIntervalsAsMicros(wholeDay) == wholeDay)
   }
 }
