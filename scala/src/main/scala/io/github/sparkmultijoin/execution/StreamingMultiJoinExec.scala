@@ -271,6 +271,8 @@ case class StreamingMultiJoinExec(
     val info = stateInfo.getOrElse(throw new IllegalStateException(
       s"$nodeName runs only inside a streaming query, which gives it its state info:\n$this"))
     metrics // created on the driver, before tasks refer to them
+    // Analyzed here, once: the tasks get the results with the plan instead of each redoing it.
+    timeOrdinals; evictionOffsets; finalOffsets; evictable
     val watermarks = SparkInternals.inputWatermarks(session, info)
     val batchRowsMemory = MultiJoinConf.batchRowsMemory(conf)
     val batchStartMs = stateTtlMs.map(_ =>

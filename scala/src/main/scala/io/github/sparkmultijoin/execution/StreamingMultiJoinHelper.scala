@@ -245,7 +245,8 @@ class CompiledJoin(
 
   val keyProjections: Seq[UnsafeProjection] =
     keys.zip(inputs).map { case (key, columns) => UnsafeProjection.create(key, columns) }
-  private val rowProjections = inputs.map(columns => UnsafeProjection.create(columns, columns))
+  // Rows from a shuffle are UnsafeRows already: an input's is made for its first other row.
+  private val rowProjections = new Array[UnsafeProjection](inputs.length)
   val bound = new BoundRows(inputs.map(_.map(_.dataType)))
 
   /** Per input, how its new rows are joined with all other inputs' rows. */
@@ -276,7 +277,11 @@ class CompiledJoin(
   /** `row` of `input` as an UnsafeRow, as the state stores it. */
   def toUnsafe(input: Int, row: InternalRow): UnsafeRow = row match {
     case unsafeRow: UnsafeRow => unsafeRow // as rows come from the shuffle: the store copies it
-    case _ => rowProjections(input)(row)
+    case _ =>
+      if (rowProjections(input) == null) {
+        rowProjections(input) = UnsafeProjection.create(inputs(input), inputs(input))
+      }
+      rowProjections(input)(row)
   }
 
   /**

@@ -84,18 +84,21 @@ class MultiJoinStateManager(
   private val batchIdOrdinal = keySchema.length
   private val rowIndexOrdinal = keySchema.length + 1
 
+  // Row ids, the time indexes and moving a version 2 store need these. They are generated on
+  // first use, so that a task of a join without event times or a TTL generates none of them.
   private val rowPosition = new GenericInternalRow(2)
   private val keyAndPosition = new JoinedRow
-  private val rowIdProjection = boundProjection(rowIdSchema(keySchema), 0)
-  private val joinKeyOfRowId = boundProjection(keySchema, 0)
+  private lazy val rowIdProjection = boundProjection(rowIdSchema(keySchema), 0)
+  private lazy val joinKeyOfRowId = boundProjection(keySchema, 0)
   private val timeAndRowId = new JoinedRow
   private val timeHolder = new GenericInternalRow(1)
-  private val timeKeyProjection = boundProjection(timeIndexKeySchema(keySchema), 0)
-  private val rowIdOfTimeKey = boundProjection(rowIdSchema(keySchema), 1)
+  private lazy val timeKeyProjection = boundProjection(timeIndexKeySchema(keySchema), 0)
+  private lazy val rowIdOfTimeKey = boundProjection(rowIdSchema(keySchema), 1)
+  private lazy val placeholder = UnsafeProjection.create(Array[DataType](BooleanType))(
+    InternalRow(true)).copy()
+
   private val storedValue = new GenericInternalRow(StoredRowSchema.length)
   private val storedValueProjection = boundProjection(StoredRowSchema, 0)
-  private val placeholder = UnsafeProjection.create(Array[DataType](BooleanType))(
-    InternalRow(true)).copy()
   private val countKey = UnsafeProjection.create(Array[DataType](IntegerType))
   private val countValue = UnsafeProjection.create(Array[DataType](LongType))
 
