@@ -11,10 +11,14 @@ from pyspark.errors import StreamingQueryException
 
 from support.data import Inputs
 from support.generators import join_on_k, keyed_inputs
-from support.runs import batch_rows, run_to_parquet
+from support.runs import batch_rows, run_to_parquet, session_conf
 
 N_INPUTS = 4
 N_BATCHES = 6
+# Spark's row checksums (off by default), each read verified: the stored rows' entries, several
+# values under one key, are written and read back across the restart in Spark's other encoding.
+ROW_CHECKSUMS = {"spark.sql.streaming.stateStore.rowChecksum.enabled": "true",
+                 "spark.sql.streaming.stateStore.rowChecksum.readVerificationRatio": "1"}
 
 
 def test_restart_resumes_with_state(spark, tmp_path):
@@ -24,8 +28,9 @@ def test_restart_resumes_with_state(spark, tmp_path):
                 for _ in range(N_BATCHES)] for i in range(N_INPUTS)]
 
     def run(checkpoint, output, enabled):
-        return run_to_parquet(spark, inputs, join_on_k, enabled=enabled,
-                              checkpoint=tmp_path / checkpoint, output=tmp_path / output)
+        with session_conf(spark, ROW_CHECKSUMS):
+            return run_to_parquet(spark, inputs, join_on_k, enabled=enabled,
+                                  checkpoint=tmp_path / checkpoint, output=tmp_path / output)
 
     # Interrupted run: the first half of the batches, stop, then the rest from the checkpoint.
     for i in range(N_INPUTS):
@@ -38,6 +43,9 @@ def test_restart_resumes_with_state(spark, tmp_path):
     progress = run("ckpt", "out", enabled=True)
     inputs.batches = batches
 
+    # The query ran with the checksums: Spark records the setting in its offset log.
+    offset_log = (tmp_path / "ckpt" / "offsets" / "0").read_text().splitlines()
+    assert json.loads(offset_log[1])["conf"][next(iter(ROW_CHECKSUMS))] == "true"
     resumed = Counter(map(tuple, spark.read.parquet(str(tmp_path / "out")).select(
         "k", *[f"v{i}" for i in range(N_INPUTS)]).collect()))
     assert resumed == batch_rows(spark, inputs, join_on_k)
