@@ -496,6 +496,15 @@ def flink_markdown(results: list[dict]) -> list[str]:
             f"{flink['multi_join_rocksdb']['seconds']:.2f} | {scan:.2f} | "
             f"{flink['multi_join']['seconds'] - scan:.2f} | "
             f"{flink['binary_joins']['seconds'] - scan:.2f} |")
+    heads = [f"{name}, {ours}" for name in FLINK_MODES.values()
+             for ours in ("micro-batches", "one trigger")]
+    lines += ["", "Flink's time over the multi-join's (above 1: the multi-join is ahead):", "",
+              "| workload | " + " | ".join(heads) + " |",
+              "| --- |" + " ---: |" * len(heads)]
+    for r in with_flink:
+        values = [r["flink_ratios"][f"{mode}_over_{ours}"] for mode in FLINK_MODES
+                  for ours in ("micro_batches", "one_trigger")]
+        lines.append(f"| {r['workload']} | " + " | ".join(f"{v:.2f}x" for v in values) + " |")
     return lines
 
 
@@ -587,6 +596,8 @@ def run_benchmark(spark: SparkSession, chosen: list[Workload], out: Path, work: 
         result = measured_workload(spark, workload, folder, tiny)
         if flink and workload.flink_peer:
             result["flink"] = flink_peer_result(workload, folder, result["multi_join"])
+            result["flink_ratios"] = flink_ratios(result)
+            print(f"    ratios flink/multi: {result['flink_ratios']}", flush=True)
         elif flink:
             print(f"    flink      no Flink peer for {workload.name}", flush=True)
         print(f"    ratios chain/multi: {result['ratios']}", flush=True)
@@ -664,6 +675,20 @@ def ratios(result: dict) -> dict:
         "multi_join_over_stored_rows": ratio(multi["wall_seconds"],
                                              result["stored_rows_seconds"]),
     }
+
+
+# Flink's modes as the results name them, and as the ratios' table heads them.
+FLINK_MODES = {"multi_join": "Flink MultiJoin", "multi_join_rocksdb": "Flink MultiJoin, RocksDB",
+               "binary_joins": "Flink binary joins"}
+
+
+def flink_ratios(result: dict) -> dict:
+    """How many times Flink's time each mode of Flink takes, against the multi-join in
+    micro-batches and in one trigger: above 1, the multi-join is ahead."""
+    return {f"{mode}_over_{ours}": ratio(result["flink"][mode]["seconds"], seconds)
+            for mode in FLINK_MODES
+            for ours, seconds in (("micro_batches", result["multi_join"]["wall_seconds"]),
+                                  ("one_trigger", result["multi_join_one_trigger_seconds"]))}
 
 
 def flink_peer_result(workload: Workload, folder: Path, multi: dict) -> dict:
