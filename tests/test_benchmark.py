@@ -57,22 +57,6 @@ def test_batch_cost_averages_the_data_batches_after_the_first_and_sums_the_opera
     assert table.splitlines()[2].startswith("| w | q | 5,000 | 2,000 |")
 
 
-def test_flink_ratios_are_flinks_time_over_the_multi_joins_in_both_ways_of_running():
-    benchmark = load_module(BENCHMARK)
-    result = {"workload": "w", "chain": {"wall_seconds": 9.0}, "multi_join": {"wall_seconds": 2.0},
-              "multi_join_one_trigger_seconds": 1.2,
-              "flink": {"output_rows": 10, "scan_only": {"seconds": 1.0},
-                        "multi_join": {"seconds": 3.0}, "multi_join_rocksdb": {"seconds": 6.0},
-                        "binary_joins": {"seconds": 0.6}}}
-    result["flink_ratios"] = benchmark.flink_ratios(result)
-    assert result["flink_ratios"] == {
-        "multi_join_over_micro_batches": 1.5, "multi_join_over_one_trigger": 2.5,
-        "multi_join_rocksdb_over_micro_batches": 3.0, "multi_join_rocksdb_over_one_trigger": 5.0,
-        "binary_joins_over_micro_batches": 0.3, "binary_joins_over_one_trigger": 0.5}
-    table = benchmark.flink_markdown([result])
-    assert table[-1] == "| w | 1.50x | 2.50x | 3.00x | 5.00x | 0.30x | 0.50x |"
-
-
 def test_the_chart_is_on_a_log_scale_only_where_the_series_are_orders_of_magnitude_apart():
     benchmark = load_module(BENCHMARK)
     assert benchmark.orders_of_magnitude_apart([1, 5000, 20], [1, 400, 10])
