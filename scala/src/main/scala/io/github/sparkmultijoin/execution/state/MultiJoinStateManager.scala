@@ -208,9 +208,13 @@ class MultiJoinStateManager(
     rowIdProjection(keyAndPosition(key, rowPosition))
   }
 
-  private def index(family: String, time: Long, rowId: UnsafeRow): Unit = {
+  private def index(family: String, time: Long, rowId: UnsafeRow): Unit =
+    store.put(timeIndexKey(time, rowId), placeholder, family)
+
+  /** The key of a time index's entry for `rowId` at `time`; the next call reuses it. */
+  private def timeIndexKey(time: Long, rowId: UnsafeRow): UnsafeRow = {
     timeHolder.setLong(0, time)
-    store.put(timeKeyProjection(timeAndRowId(timeHolder, rowId)), placeholder, family)
+    timeKeyProjection(timeAndRowId(timeHolder, rowId))
   }
 
   private def noteInBatch(input: Int, key: UnsafeRow, row: UnsafeRow): Unit = {
@@ -285,9 +289,8 @@ class MultiJoinStateManager(
     expired.foreach { case (key, value) =>
       val input = value.getInt(InputOrdinal)
       timeOrdinals(input).foreach { ordinal =>
-        timeHolder.setLong(0, inputRow(value).getLong(ordinal))
         val rowId = rowIdOf(key, value.getLong(BatchIdOrdinal), value.getLong(RowIndexOrdinal))
-        store.remove(timeKeyProjection(timeAndRowId(timeHolder, rowId)), timeFamilies(input))
+        store.remove(timeIndexKey(inputRow(value).getLong(ordinal), rowId), timeFamilies(input))
       }
       storedCounts(input) -= 1
       inputInMemory(input) = false
