@@ -14,9 +14,10 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.TaskContext
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression}
-import org.apache.spark.sql.catalyst.plans.physical.{Distribution, Partitioning, PartitioningCollection, StatefulOpClusteredDistribution, UnknownPartitioning}
-import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, Expression}
+import org.apache.spark.sql.catalyst.plans.physical.{Distribution, HashPartitioning, Partitioning, PartitioningCollection, StatefulOpClusteredDistribution, UnknownPartitioning}
+import org.apache.spark.sql.catalyst.types.DataTypeUtils
+import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.streaming.operators.stateful.{SchemaValidationUtils, StatefulOperatorCustomMetric, StatefulOperatorCustomSumMetric, StatefulOperatorStateInfo, StateStoreWriter}
 import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, OperatorInfoV1, OperatorStateMetadata, OperatorStateMetadataReader, OperatorStateMetadataV2, StateSchemaValidationResult, StateStore, StateStoreColFamilySchema, StateStoreId, StateStoreMetadataV2, StateStoreOps}
 import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
@@ -25,8 +26,9 @@ import org.apache.spark.sql.types.StructType
 /**
  * Join of several streaming inputs on one shared key, keeping only input rows in state.
  *
- * Every input is hash-partitioned by its key into the state's partitions, so the rows that can
- * join meet in one partition. A partition's micro-batch runs in three steps:
+ * The inputs' rows are hash-partitioned by their key into the state's partitions, so the rows
+ * that can join meet in one partition; they are shuffled together, tagged with their input
+ * ([[TaggedInputs]]). A partition's micro-batch runs in three steps:
  *  1. [[DeltaJoiner]] stores every new row, then per key they were stored under emits each
  *     combination with at least one new row, exactly once.
  *  2. With outer inputs, [[OuterJoinPadder]] emits the null-padded output rows that the
@@ -40,49 +42,58 @@ import org.apache.spark.sql.types.StructType
  * in the operator's metadata with what the layout depends on ([[OperatorProperties]]), which a
  * restart checks. Probing and checks: see [[StreamingMultiJoinHelper]].
  *
+ * @param inputs          per input, its columns
  * @param keys            per input, its key expressions (same length and types for all inputs)
  * @param condition       the inner joins' conditions besides the key
  * @param tree            which inputs are outer, and the order their joins apply in
  * @param outerConditions per outer input, its ON clause; None for inner inputs
  * @param stateTtlMs      with a state TTL, how long (processing time) a stored row is kept
  * @param stateInfo       filled in by the planner strategy for a running query, None otherwise
+ * @param child           the inputs' rows, tagged ([[TaggedInputs.plan]])
  */
 case class StreamingMultiJoinExec(
+    inputs: Seq[Seq[Attribute]],
     keys: Seq[Seq[Expression]],
     condition: Option[Expression],
     tree: JoinTree,
     outerConditions: Seq[Option[Expression]],
     stateTtlMs: Option[Long],
     stateInfo: Option[StatefulOperatorStateInfo],
-    children: Seq[SparkPlan])
-  extends SparkPlan with StateStoreWriter with SchemaValidationUtils {
+    child: SparkPlan)
+  extends UnaryExecNode with StateStoreWriter with SchemaValidationUtils {
 
-  require(keys.length == children.length && keys.map(_.map(_.dataType)).distinct.length == 1,
+  require(keys.length == inputs.length && keys.map(_.map(_.dataType)).distinct.length == 1,
     "every input of a multi-join needs a key of the same types")
 
   override def nodeName: String = "StreamingMultiJoin"
 
   override def shortName: String = MultiJoin.OperatorName
 
-  override def output: Seq[Attribute] = children.zipWithIndex.flatMap {
-    case (child, input) if tree.isNullable(input) => child.output.map(_.withNullability(true))
-    case (child, _) => child.output
+  override def output: Seq[Attribute] = inputs.zipWithIndex.flatMap {
+    case (columns, input) if tree.isNullable(input) => columns.map(_.withNullability(true))
+    case (columns, _) => columns
   }
+
+  // The inputs' columns reach the operator inside the tagged rows, not as its child's columns.
+  override def producedAttributes: AttributeSet = AttributeSet(inputs.flatten)
+
+  private def inputSchemas: Seq[StructType] = inputs.map(DataTypeUtils.fromAttributes)
 
   // Without state info (explain before start) the partition count Spark would use is the conf's.
   private def numStatePartitions: Int =
     stateInfo.map(_.numPartitions).getOrElse(conf.numShufflePartitions)
 
-  override def requiredChildDistribution: Seq[Distribution] =
-    keys.map(StatefulOpClusteredDistribution(_, numStatePartitions))
+  override def requiredChildDistribution: Seq[Distribution] = StatefulOpClusteredDistribution(
+    TaggedInputs.keyColumns(child.output, keys.head.length), numStatePartitions) :: Nil
 
   // Rows of a FULL OUTER input's own have nulls for the inner inputs' keys, as in Spark's join.
   override def outputPartitioning: Partitioning =
     if (tree.fullOuter.nonEmpty) UnknownPartitioning(numStatePartitions)
-    else PartitioningCollection(tree.innerInputs.map(children(_).outputPartitioning))
+    else PartitioningCollection(
+      tree.innerInputs.map(input => HashPartitioning(keys(input), numStatePartitions)))
 
   override def simpleString(maxFields: Int): String = {
-    val inputs = children.indices.map { input =>
+    val described = inputs.indices.map { input =>
       val joined = (outerConditions(input), tree.parents(input)) match {
         case (Some(on), Some(parent)) => s" ${tree.joinType(input)} to input$parent ON ${on.sql}"
         case _ => ""
@@ -96,30 +107,30 @@ case class StreamingMultiJoinExec(
       s"input$input key=${keys(input).map(_.sql).mkString("[", ", ", "]")}$joined$kept"
     }
     val ttl = stateTtlMs.map(ms => s", state ttl=${ms}ms").getOrElse("")
-    s"$nodeName ${inputs.mkString(", ")}, condition=${condition.map(_.sql).getOrElse("none")}$ttl, " +
+    s"$nodeName ${described.mkString(", ")}, condition=${condition.map(_.sql).getOrElse("none")}$ttl, " +
       s"state=${stateInfo.map(info => s"operator ${info.operatorId}").getOrElse("<unknown>")}"
   }
 
   /** Each input's event-time column, and its ordinal in the input's rows. */
   private lazy val eventTimes: Seq[Option[Attribute]] =
-    EventTimeBounds.eventTimeColumns(children.map(_.output))
+    EventTimeBounds.eventTimeColumns(inputs)
 
-  private lazy val timeOrdinals: Seq[Option[Int]] = eventTimes.zip(children).map {
-    case (time, child) => time.map(column => child.output.indexWhere(_.exprId == column.exprId))
+  private lazy val timeOrdinals: Seq[Option[Int]] = eventTimes.zip(inputs).map {
+    case (time, columns) => time.map(column => columns.indexWhere(_.exprId == column.exprId))
   }
 
   private def conjuncts = Conjunct.all(condition, outerConditions)
 
   /** Per input, how far below the watermark its rows are kept (ms); None keeps them all. */
   private lazy val evictionOffsets: Seq[Option[Long]] =
-    EventTimeBounds.evictionOffsets(children.map(_.output), conjuncts, tree)
+    EventTimeBounds.evictionOffsets(inputs, conjuncts, tree)
 
   /** Per input, how far below the watermark its rows can join no row to come (ms). */
   private lazy val finalOffsets: Seq[Option[Long]] =
-    EventTimeBounds.finalOffsets(children.map(_.output), conjuncts, tree)
+    EventTimeBounds.finalOffsets(inputs, conjuncts, tree)
 
   private lazy val evictable: Seq[Int] =
-    children.indices.filter { input =>
+    inputs.indices.filter { input =>
       eventTimes(input).isDefined && evictionOffsets(input).isDefined
     }
 
@@ -128,7 +139,7 @@ case class StreamingMultiJoinExec(
   override def getColFamilySchemas(
       shouldBeNullable: Boolean): Map[String, StateStoreColFamilySchema] =
     MultiJoinStateManager.columnFamilySchemas(
-      keySchema, children.map(_.schema), eventTimes.map(_.isDefined), stateTtlMs.isDefined)
+      keySchema, inputSchemas, eventTimes.map(_.isDefined), stateTtlMs.isDefined)
 
   /**
    * On a restart, first compares the operator with the checkpoint's operator metadata
@@ -225,7 +236,7 @@ case class StreamingMultiJoinExec(
    * operator was planned with (this runs while it is planned).
    */
   private def operatorProperties: OperatorProperties = OperatorProperties.planned(
-    StateFormatVersion, MultiJoinConf.maxTables(conf), children.map(_.schema), tree,
+    StateFormatVersion, MultiJoinConf.maxTables(conf), inputSchemas, tree,
     storeTimes = stateTtlMs.isDefined)
 
   /**
@@ -237,7 +248,7 @@ case class StreamingMultiJoinExec(
   private val StateFormatVersion = 3
 
   override def customStatefulOperatorMetrics: Seq[StatefulOperatorCustomMetric] =
-    children.indices.map { input =>
+    inputs.indices.map { input =>
       StatefulOperatorCustomSumMetric(rowsOfInputMetric(input), s"rows of input $input in state")
     } :+ StatefulOperatorCustomSumMetric(NullPaddedRowsMetric, "null-padded rows emitted") :+
       StatefulOperatorCustomSumMetric(ExpiredRowsMetric, "rows dropped by the state TTL") :+
@@ -280,7 +291,7 @@ case class StreamingMultiJoinExec(
         throw new IllegalStateException(s"$nodeName found no start time of its micro-batch")))
     // Rows live in column families of their own; the store's default family stays empty.
     val defaultFamilySchema = StructType(Nil).add("unused", "int")
-    new TaggedZipRDD(children.map(_.execute())).mapPartitionsWithStateStore(
+    child.execute().mapPartitionsWithStateStore(
       info, defaultFamilySchema, defaultFamilySchema,
       NoPrefixKeyStateEncoderSpec(defaultFamilySchema), session.sessionState,
       Some(SparkInternals.stateStoreCoordinator(session)), useColumnFamilies = true)(
@@ -295,15 +306,15 @@ case class StreamingMultiJoinExec(
       batchRowsMemory: Long,
       batchStartMs: Option[Long])(
       store: StateStore,
-      taggedInput: Iterator[(Int, InternalRow)]): Iterator[InternalRow] = {
-    val state = new MultiJoinStateManager(store, keySchema, children.map(_.schema),
+      taggedRows: Iterator[InternalRow]): Iterator[InternalRow] = {
+    val state = new MultiJoinStateManager(store, keySchema, inputSchemas,
       timeOrdinals, info.storeVersion, batchRowsMemory, storeTimeMs = batchStartMs)
     TaskContext.get().addTaskCompletionListener[Unit](_ => state.abortIfNotCommitted())
     // A row past its TTL joins nothing from this batch on, so it goes before any row is joined.
     for (ttl <- stateTtlMs; now <- batchStartMs) {
       longMetric(ExpiredRowsMetric) += state.expire(now - ttl)
     }
-    val join = new CompiledJoin(keys, children.map(_.output), output, conjuncts, tree)
+    val join = new CompiledJoin(keys, inputs, output, conjuncts, tree)
     val padder = new OuterJoinPadder(join, state, longMetric(NullPaddedRowsMetric))
     val joiner = new DeltaJoiner(join, state, padder, lateRowsWatermarkMs.map(_ * 1000),
       timeOrdinals, longMetric("numRowsDroppedByWatermark"))
@@ -319,8 +330,11 @@ case class StreamingMultiJoinExec(
     val updateStartTimeNs = System.nanoTime
     // All new rows are stored before any is joined, so that each key's stored rows are read
     // once per batch, not once per new row.
-    val joined = taggedInput.flatMap { case (input, row) => joiner.store(input, row) } ++
-      joiner.joinAddedKeys()
+    val tagged = new TaggedInputs.Reader(keys.head.length, inputs.map(_.length))
+    val joined = taggedRows.flatMap { row =>
+      val input = tagged.input(row)
+      joiner.store(input, tagged.row(row, input))
+    } ++ joiner.joinAddedKeys()
     val rows = joined ++ tree.decidingInputs.iterator.flatMap { decider =>
       newlyFinalRows(decider).iterator.flatMap(padder.padFinal(decider, _))
     }
@@ -356,6 +370,6 @@ case class StreamingMultiJoinExec(
     setOperatorMetrics()
   }
 
-  override protected def withNewChildrenInternal(
-      newChildren: IndexedSeq[SparkPlan]): StreamingMultiJoinExec = copy(children = newChildren)
+  override protected def withNewChildInternal(newChild: SparkPlan): StreamingMultiJoinExec =
+    copy(child = newChild)
 }

@@ -1,6 +1,6 @@
 package io.github.sparkmultijoin.planning
 
-import io.github.sparkmultijoin.execution.StreamingMultiJoinExec
+import io.github.sparkmultijoin.execution.{StreamingMultiJoinExec, TaggedInputs}
 import io.github.sparkmultijoin.logical.MultiJoin
 
 import org.apache.spark.sql.SparkSession
@@ -10,7 +10,8 @@ import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
 
 /**
- * Plans a [[MultiJoin]] as a [[StreamingMultiJoinExec]] with its state info filled in.
+ * Plans a [[MultiJoin]] as a [[StreamingMultiJoinExec]] with its state info filled in, over its
+ * inputs tagged and unioned ([[TaggedInputs]]), so that Spark shuffles them in one exchange.
  *
  * Spark gives state info only to its own stateful operators, after planning, and its watermark
  * simulation reads the operator id of every stateful operator in the plan; so the state info
@@ -22,13 +23,14 @@ case class MultiJoinStrategy(session: SparkSession) extends SparkStrategy {
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
     case multiJoin @ MultiJoin(children, keys, condition, tree, _, operatorId) =>
       StreamingMultiJoinExec(
+        children.map(_.output),
         keys,
         condition,
         tree,
         multiJoin.outerConditions,
         MultiJoinConf.stateTtlMs(SQLConf.get),
         SparkInternals.stateInfo(session, operatorId),
-        children.map(planLater)) :: Nil
+        TaggedInputs.plan(keys, children.map(planLater))) :: Nil
     case _ => Nil
   }
 }
