@@ -68,7 +68,8 @@ def test_spark_types_map_to_flink_types():
 def test_benchmark_table_has_flink_columns_only_when_flink_ran():
     benchmark = load_module(SCRIPTS / "benchmark.py")
     spark_only = {"workload": "fanout", "chain": {"wall_seconds": 9.0},
-                  "multi_join": {"wall_seconds": 3.0}, "multi_join_one_trigger_seconds": 1.25}
+                  "multi_join": {"wall_seconds": 3.5}, "multi_join_micro_batches_seconds": 3.0,
+                  "multi_join_one_trigger_seconds": 1.25}
     assert benchmark.flink_markdown([spark_only]) == []
     mode = {"seconds": 2.5}
     with_flink = dict(spark_only, flink={"output_rows": 1000, "multi_join": {"seconds": 2.25},
@@ -82,7 +83,8 @@ def test_benchmark_table_has_flink_columns_only_when_flink_ran():
         "multi_join_rocksdb_over_micro_batches": 1.17, "multi_join_rocksdb_over_one_trigger": 2.8,
         "binary_joins_over_micro_batches": 1.33, "binary_joins_over_one_trigger": 3.2}
     lines = benchmark.flink_markdown([spark_only, with_flink])
-    assert lines[1].startswith("| workload | output rows | Spark's chain s |")
+    assert lines[1].startswith(
+        "| workload | output rows | Spark's chain s | multi-join, micro-batches s |")
     assert "| Flink MultiJoin s | Flink MultiJoin, RocksDB s | Flink scan only s |" in lines[1]
     assert lines[1].count("|") == lines[2].count("|") == lines[3].count("|")
     assert lines[3] == "| fanout | 1,000 | 9.00 | 3.00 | 4.00 | 2.25 | 3.50 | 1.50 | 0.75 | 2.50 |"
