@@ -223,8 +223,12 @@ def seconds(run: Callable[[], None]) -> float:
     return time.perf_counter() - started
 
 
+def timed_runs(run: Callable[[], None], times: int) -> list[float]:
+    return [seconds(run) for _ in range(times)]
+
+
 def median_seconds(run: Callable[[], None], times: int = 3) -> float:
-    return round(statistics.median(seconds(run) for _ in range(times)), 2)
+    return round(statistics.median(timed_runs(run, times)), 2)
 
 
 def median_and_best(runs: list[float]) -> tuple[float, float]:
@@ -308,9 +312,9 @@ def multi_join_micro_batches(spark: SparkSession, workload: Workload, folder: Pa
     median of warm runs (and the best run). The run that gives the state and batch metrics is a
     single run right after Spark's chain, which a run of either varies by up to 1.5x against."""
     multi_join(spark).enabled = True
-    return median_and_best([seconds(lambda: run_to_end(
-        workload.query(streams(spark, workload, folder)), folder / "checkpoint_multi_again"))
-        for _ in range(times)])
+    return median_and_best(timed_runs(lambda: run_to_end(
+        workload.query(streams(spark, workload, folder)), folder / "checkpoint_multi_again"),
+        times))
 
 
 def streaming_floor(spark: SparkSession, workload: Workload, folder: Path,
@@ -502,9 +506,9 @@ def flink_markdown(results: list[dict]) -> list[str]:
         return []
     lines = [
         "",
-        "| workload | output rows | Spark's chain s | multi-join, micro-batches s | Flink binary joins s | "
-        "Flink MultiJoin s | Flink MultiJoin, RocksDB s | Flink scan only s | "
-        "Flink MultiJoin minus scan s | Flink binary joins minus scan s |",
+        "| workload | output rows | Spark's chain s | multi-join, micro-batches s | "
+        "Flink binary joins s | Flink MultiJoin s | Flink MultiJoin, RocksDB s | "
+        "Flink scan only s | Flink MultiJoin minus scan s | Flink binary joins minus scan s |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in with_flink:
@@ -520,7 +524,8 @@ def flink_markdown(results: list[dict]) -> list[str]:
             f"{flink['binary_joins']['seconds'] - scan:.2f} |")
     heads = [f"{name}, {ours}" for name in FLINK_MODES.values()
              for ours in ("micro-batches", "one trigger")]
-    lines += ["", "Flink's time over the multi-join's, best runs (above 1: the multi-join is ahead):", "",
+    lines += ["", "Flink's time over the multi-join's, best runs "
+              "(above 1: the multi-join is ahead):", "",
               "| workload | " + " | ".join(heads) + " |",
               "| --- |" + " ---: |" * len(heads)]
     for r in with_flink:
