@@ -19,8 +19,9 @@ import org.apache.spark.sql.types.{BinaryType, BooleanType, DataType, IntegerTyp
  *  - `rows`: key = the join key's columns; values = one per stored row, of any input: the
  *    input's index, `batchId` and `rowIndex` (the batch that stored the row and its position
  *    among the rows this partition stored in that batch, which identify the row), and the row's
- *    bytes (an UnsafeRow of the input's schema). A row is appended with RocksDB's merge, without
- *    reading the key, and one point lookup reads every input's rows under a key.
+ *    bytes (an UnsafeRow of the input's schema). Rows are appended with RocksDB's merge, without
+ *    reading the key: a batch's rows under a key with one merge (see below). One point lookup
+ *    reads every input's rows under a key.
  *  - `input<i>ByTime`, for an input with an event time: key = the event time (microseconds),
  *    then the row's id (the join key's columns, `batchId`, `rowIndex`); value = a placeholder.
  *    Its keys are ordered by event time, so eviction reads exactly the rows it removes and stops
@@ -50,12 +51,19 @@ import org.apache.spark.sql.types.{BinaryType, BooleanType, DataType, IntegerTyp
  * first batch of a query (often its largest, a backlog) nothing is read back. Past the bound
  * the copies are dropped and every read goes to the store, as it would without them.
  *
+ * The rows a batch appends are written per key, all of a key's with one merge (Spark's
+ * `mergeList`), before the store is first read or committed, or once they pass the same memory
+ * bound. A merge costs the same for one row as for many: RocksDB's write, a changelog record,
+ * and the read Spark makes to count keys. A key that gets a row from each of five inputs in a
+ * batch is written once instead of five times.
+ *
  * @param store         the partition's state store, opened with column families
  * @param keySchema     the join key's schema, the same for all inputs
  * @param inputSchemas  the schema of each input's rows
  * @param timeOrdinals  per input, the ordinal of its event time in its rows, if it has one
  * @param batchId       the micro-batch being processed
- * @param batchRowsMemoryBytes how much of the batch's rows to keep in memory
+ * @param batchRowsMemoryBytes how much of the batch's rows to keep in memory for reading them,
+ *                      and how much to hold before writing them
  * @param storeTimeMs   with a state TTL, the start time of this batch, which its rows are stored
  *                      with; None without one
  */
@@ -122,6 +130,9 @@ class MultiJoinStateManager(
   private val inputInMemory = storedCounts.map(_ == 0L)
   private var batchRowsInMemory = true
   private var batchRowsBytes = 0L
+  // The keys with rows appended and not yet written to the store, and those rows' size.
+  private val keysWithUnwrittenRows = ArrayBuffer.empty[BatchKey]
+  private var unwrittenBytes = 0L
 
   private def readsFromMemory(input: Int): Boolean = batchRowsInMemory && inputInMemory(input)
 
@@ -172,8 +183,23 @@ class MultiJoinStateManager(
   }
 
   /** The values of `rows` under `key`, not copied: each is read before the next is. */
-  private def storedValues(key: UnsafeRow): Iterator[UnsafeRow] =
+  private def storedValues(key: UnsafeRow): Iterator[UnsafeRow] = {
+    writeAppendedRows()
     store.valuesIterator(key, RowsFamily)
+  }
+
+  /**
+   * Writes the rows appended since the last call, each key's with one merge. Reads of `rows` and
+   * the commit call it first; tests that read the store past the manager do too.
+   */
+  private[state] def writeAppendedRows(): Unit = if (keysWithUnwrittenRows.nonEmpty) {
+    keysWithUnwrittenRows.foreach { batchKey =>
+      store.mergeList(batchKey.key, batchKey.unwrittenRows.toArray, RowsFamily)
+      batchKey.unwrittenRows.clear()
+    }
+    keysWithUnwrittenRows.clear()
+    unwrittenBytes = 0L
+  }
 
   private def inputRow(value: UnsafeRow): UnsafeRow =
     storedInputRow(value, inputWidths(value.getInt(InputOrdinal)))
@@ -188,7 +214,7 @@ class MultiJoinStateManager(
 
   /** Stores `row` (an UnsafeRow of the input's schema) of `input` under `key`. */
   def append(input: Int, key: UnsafeRow, row: UnsafeRow): Unit = {
-    store.merge(key, storedRow(input, batchId, nextRowIndex, row), RowsFamily)
+    val value = storedRow(input, batchId, nextRowIndex, row).copy()
     if (timeOrdinals(input).isDefined || storeTimeMs.isDefined) {
       val rowId = rowIdOf(key, batchId, nextRowIndex)
       timeOrdinals(input).foreach(ordinal =>
@@ -198,7 +224,11 @@ class MultiJoinStateManager(
     nextRowIndex += 1
     storedCounts(input) += 1
     stored += 1
-    noteInBatch(input, key, row)
+    val batchKey = noteInBatch(input, key, row)
+    if (batchKey.unwrittenRows.isEmpty) keysWithUnwrittenRows += batchKey
+    batchKey.unwrittenRows += value
+    unwrittenBytes += value.getSizeInBytes + ObjectOverheadBytes
+    if (unwrittenBytes > batchRowsMemoryBytes) writeAppendedRows()
   }
 
   /** The id of the row `rowIndex` of batch `rowBatchId` under `key`; the next call reuses it. */
@@ -217,11 +247,11 @@ class MultiJoinStateManager(
     timeKeyProjection(timeAndRowId(timeHolder, rowId))
   }
 
-  private def noteInBatch(input: Int, key: UnsafeRow, row: UnsafeRow): Unit = {
+  private def noteInBatch(input: Int, key: UnsafeRow, row: UnsafeRow): BatchKey = {
     var batchKey = batchKeys.get(key)
     if (batchKey == null) {
-      batchKey = new BatchKey(numInputs)
-      batchKeys.put(key.copy(), batchKey)
+      batchKey = new BatchKey(key.copy(), numInputs)
+      batchKeys.put(batchKey.key, batchKey)
       batchRowsBytes += key.getSizeInBytes + ObjectOverheadBytes
     }
     batchKey.inputs |= 1L << input
@@ -231,6 +261,7 @@ class MultiJoinStateManager(
       batchRowsBytes += row.getSizeInBytes + ObjectOverheadBytes
       if (batchRowsBytes > batchRowsMemoryBytes) dropBatchRowsInMemory()
     }
+    batchKey
   }
 
   private def dropBatchRowsInMemory(): Unit = {
@@ -390,6 +421,7 @@ class MultiJoinStateManager(
   def keyReadTimeMs: Long = NANOSECONDS.toMillis(keyReadNs)
 
   def commit(): Unit = {
+    writeAppendedRows()
     storedCounts.zipWithIndex.foreach { case (count, input) =>
       store.put(countKey(InternalRow(input)).copy(), countValue(InternalRow(count)),
         RowCountsFamily)
@@ -413,12 +445,14 @@ class KeyRows(val rows: Array[UnsafeRow], numEarlier: Int) {
 }
 
 /**
- * A join key this batch stored rows under: the inputs that added them (a bit mask) and, while
- * the batch's rows are kept in memory, per input the rows.
+ * A join key this batch stored rows under: the inputs that added them (a bit mask), while the
+ * batch's rows are kept in memory per input the rows, and the values of `rows` appended under
+ * it that are not written to the store yet.
  */
-private class BatchKey(numInputs: Int) {
+private class BatchKey(val key: UnsafeRow, numInputs: Int) {
   var inputs = 0L
   val rows = new Array[ArrayBuffer[UnsafeRow]](numInputs)
+  val unwrittenRows = ArrayBuffer.empty[UnsafeRow]
 
   def dropRows(): Unit = java.util.Arrays.fill(rows.asInstanceOf[Array[AnyRef]], null)
 }

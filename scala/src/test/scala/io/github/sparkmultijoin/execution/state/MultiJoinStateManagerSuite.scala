@@ -69,26 +69,36 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
 
   /**
    * The rows of `input` under `k` as the store holds them, read past the manager from the
-   * values of `rows` under the key: (batch, row index, row), copied.
+   * values of `rows` under the key, once `state` wrote the rows it holds: (batch, row index,
+   * row), copied.
    */
-  private def storedRows(store: StateStore, input: Int, k: Int): Seq[(Long, Long, UnsafeRow)] =
+  private def storedRows(state: MultiJoinStateManager, store: StateStore, input: Int, k: Int)
+      : Seq[(Long, Long, UnsafeRow)] = {
+    state.writeAppendedRows()
     store.valuesIterator(key(k), RowsFamily).filter(_.getInt(InputOrdinal) == input).map {
       value =>
         (value.getLong(BatchIdOrdinal), value.getLong(RowIndexOrdinal),
           MultiJoinStateManager.storedInputRow(value, inputSchemas(input).length))
     }.toList
+  }
 
   /** Per row value of `input` under `k`, its id as (batch, row index). */
-  private def rowPositions(store: StateStore, input: Int, k: Int): Map[Int, (Long, Long)] = {
-    val rows = storedRows(store, input, k)
+  private def rowPositions(state: MultiJoinStateManager, store: StateStore, input: Int, k: Int)
+      : Map[Int, (Long, Long)] = {
+    val rows = storedRows(state, store, input, k)
     rows.map { case (batch, index, row) =>
       assert(row.getInt(0) == k, s"a row of another join key under $k")
       row.getInt(1) -> ((batch, index))
     }.toMap.ensuring(_.size == rows.size, "two stored rows with the same value")
   }
 
-  /** Removes the rows of `input` under `k` from the store behind the manager's back; how many. */
-  private def removeBehindBack(store: StateStore, input: Int, k: Int): Int = {
+  /**
+   * Removes the rows of `input` under `k` from the store behind the manager's back, once it wrote
+   * the rows it holds; how many.
+   */
+  private def removeBehindBack(state: MultiJoinStateManager, store: StateStore, input: Int, k: Int)
+      : Int = {
+    state.writeAppendedRows()
     val (removed, kept) = store.valuesIterator(key(k), RowsFamily).map(_.copy()).toArray
       .partition(_.getInt(InputOrdinal) == input)
     if (kept.isEmpty) store.remove(key(k), RowsFamily)
@@ -184,10 +194,10 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
         val key1 = rowsOf(state, 0, 1)
         assert(earlierAndAdded(key1) == ((Nil, Seq(10, 11))))
         // The row index counts the partition's rows of all inputs, in the order appended.
-        assert(rowPositions(store, 0, 1) == Map(10 -> ((0L, 0L)), 11 -> ((0L, 3L))))
-        assert(rowPositions(store, 1, 2) == Map(21 -> ((0L, 2L))))
-        assert(rowPositions(store, 2, -1) == Map(30 -> ((0L, 4L))))
-        assert(rowPositions(store, 0, 257) == Map(12 -> ((0L, 5L))))
+        assert(rowPositions(state, store, 0, 1) == Map(10 -> ((0L, 0L)), 11 -> ((0L, 3L))))
+        assert(rowPositions(state, store, 1, 2) == Map(21 -> ((0L, 2L))))
+        assert(rowPositions(state, store, 2, -1) == Map(30 -> ((0L, 4L))))
+        assert(rowPositions(state, store, 0, 257) == Map(12 -> ((0L, 5L))))
 
         assert(addedInputs(state) == Map(1 -> 0x1L, 2 -> 0x3L, -1 -> 0x4L, 257 -> 0x1L, 0 -> 0x1L))
         assert(state.numStoredRows == 7)
@@ -276,7 +286,7 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
     val (earlier, added) = rows.partition(_.batch < batch)
     assert(earlierAndAdded(keyRows) == ((earlier.map(_.value).sorted, added.map(_.value).sorted)),
       s"input $input, key $k")
-    assert(rowPositions(store, input, k) ==
+    assert(rowPositions(state, store, input, k) ==
         rows.map(row => row.value -> ((row.batch, row.index))).toMap, s"input $input, key $k")
   }
 
@@ -315,7 +325,7 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
       try {
         append(state, 2, 1, 1)
         // Taken out of the store behind the manager's back: only a read from memory sees it.
-        assert(removeBehindBack(store, 2, 1) == 1)
+        assert(removeBehindBack(state, store, 2, 1) == 1)
         assert(valuesUnder(state, 2, 1) == Seq(1))
         assert(state.numKeyReads == 0, "a read from memory reads nothing from the store")
         // Well past 2000 bytes: the rows are dropped from memory and read from the store.
@@ -331,10 +341,32 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
       val next = manager(nextStore, 1, Long.MaxValue)
       try {
         append(next, 2, 1, 101)
-        assert(removeBehindBack(nextStore, 2, 1) == 100, "rows 2 to 100, and 101")
+        assert(removeBehindBack(next, nextStore, 2, 1) == 100, "rows 2 to 100, and 101")
         assert(valuesUnder(next, 2, 1).isEmpty)
       } finally {
         next.abortIfNotCommitted()
+      }
+    }
+  }
+
+  test("appended rows are written before the store is read or committed, or past the bound") {
+    def rawValues(store: StateStore, k: Int) =
+      store.valuesIterator(key(k), RowsFamily).map(_.getInt(InputOrdinal)).toList
+    withProvider { provider =>
+      inBatchWithStore(provider, 0) { (state, store) =>
+        Seq(1, 2, 3).foreach(v => append(state, v % 2, 1, v))
+        assert(rawValues(store, 1).isEmpty, "held, to be written with one merge")
+        state.commit()
+      }
+      inBatchWithStore(provider, 1) { (state, store) =>
+        assert(earlierAndAdded(rowsOf(state, 1, 1)) == ((Seq(1, 3), Nil)), "written on commit")
+        append(state, 1, 1, 4)
+        assert(valuesUnder(state, 1, 1) == Seq(1, 3, 4), "written before a read of the store")
+        assert(rawValues(store, 1) == List(1, 0, 1, 1))
+      }
+      inBatchWithStore(provider, 1, memoryBytes = 2000) { (state, store) =>
+        (1 to 100).foreach(v => append(state, 0, 2, v))
+        assert(rawValues(store, 2).nonEmpty, "written past the memory bound, unread")
       }
     }
   }
@@ -493,7 +525,7 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
         assert(!store.allColumnFamilyNames.exists(_.matches("input[0-9]+")),
           "the version 2 families are dropped")
         assert(state.rowCounts == Seq(3L, 1L, 0L))
-        assert(rowPositions(store, 0, 1) == Map(1 -> ((0L, 0L)), 3 -> ((0L, 3L))))
+        assert(rowPositions(state, store, 0, 1) == Map(1 -> ((0L, 0L)), 3 -> ((0L, 3L))))
         assert(earlierAndAdded(rowsOf(state, 1, 1)) == ((Seq(4), Nil)))
         append(state, 2, 1, 5)
         // Both inputs' rows under key 1 go in one eviction, by the time indexes version 2 wrote.
