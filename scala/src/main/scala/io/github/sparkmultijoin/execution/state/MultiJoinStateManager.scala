@@ -164,6 +164,7 @@ class MultiJoinStateManager(
   }
 
   private def rowsInStore(key: UnsafeRow): Array[KeyRows] = {
+    writeAppendedRows() // not a read: it is timed with the updates, outside the key reads
     val startNs = System.nanoTime
     val earlier, added = Array.fill(numInputs)(ArrayBuffer.empty[UnsafeRow])
     storedValues(key).foreach { value =>
