@@ -56,8 +56,10 @@ object MultiJoinConf {
   val BATCH_ROWS_MEMORY: ConfigEntry[Long] = SQLConf.buildConf("multi-join.batch-rows-memory")
     .internal()
     .doc("How many bytes of a micro-batch's new rows one partition of a StreamingMultiJoin " +
-      "keeps in memory (estimated), so that joining them does not read them back from the " +
-      "state store. Past it, they are read back. Internal: tests set it low to take that path.")
+      "keeps in memory (estimated), twice over: copies, so that joining them does not read them " +
+      "back from the state store, and the rows not yet written, so that each key's are written " +
+      "with one merge. Past it, they are read back, and written at once. Internal: tests set " +
+      "it low to take those paths.")
     .version(Since)
     .bytesConf(ByteUnit.BYTE)
     .checkValue(_ >= 0, "must be a size of at least 0 bytes.")
