@@ -314,7 +314,7 @@ case class StreamingMultiJoinExec(
     for (ttl <- stateTtlMs; now <- batchStartMs) {
       longMetric(ExpiredRowsMetric) += state.expire(now - ttl)
     }
-    val join = new CompiledJoin(keys, inputs, output, conjuncts, tree)
+    val join = lendCompiledJoin(info)
     val padder = new OuterJoinPadder(join, state, longMetric(NullPaddedRowsMetric))
     val joiner = new DeltaJoiner(join, state, padder, lateRowsWatermarkMs.map(_ * 1000),
       timeOrdinals, longMetric("numRowsDroppedByWatermark"))
@@ -347,6 +347,17 @@ case class StreamingMultiJoinExec(
       longMetric("commitTimeMs") += timeTakenMs(state.commit())
       reportState(state, store)
     }
+  }
+
+  /** This operator's compiled join, for this task, given back when the task succeeds. */
+  private def lendCompiledJoin(info: StatefulOperatorStateInfo): CompiledJoin = {
+    val spec = CompiledJoins.Spec((info.queryRunId, info.operatorId), keys, inputs, output,
+      conjuncts, tree)
+    val join = CompiledJoins.lend(spec)
+    TaskContext.get().addTaskCompletionListener[Unit] { task =>
+      if (!task.isFailed && !task.isInterrupted) CompiledJoins.takeBack(spec, join)
+    }
+    join
   }
 
   private def allUpdatesTimeMs(startNs: Long): Unit =

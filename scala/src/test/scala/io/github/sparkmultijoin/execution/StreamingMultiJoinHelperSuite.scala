@@ -2,7 +2,7 @@ package io.github.sparkmultijoin.execution
 
 import scala.util.Random
 
-import io.github.sparkmultijoin.analysis.Conjunct
+import io.github.sparkmultijoin.analysis.{Conjunct, JoinTree}
 import io.github.sparkmultijoin.execution.StreamingMultiJoinHelper.{addingIntervalsAsMicros, predicate, probePlan, probePlans, BoundRows, Combinations}
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -51,6 +51,23 @@ class StreamingMultiJoinHelperSuite extends AnyFunSuite {
     // An ON clause that only reads the anchor still waits for its own input to be bound.
     val anchorOnly = Conjunct.all(None, Seq(None, None, Some(GreaterThan(v0, Literal(3)))))
     assert(probePlan(attributes, anchorOnly, newInput = 0).checkOnNewRow.isEmpty)
+  }
+
+  test("a compiled join is lent to one task at a time, and kept per operator") {
+    val attributes = inputs(3)
+    val condition = GreaterThan(attributes(1).head, attributes(0).head)
+    def spec(operatorId: Long) = CompiledJoins.Spec((new java.util.UUID(7, 7), operatorId),
+      attributes, attributes, attributes.flatten, Conjunct.all(Some(condition), Seq.fill(3)(None)),
+      JoinTree.inner(3))
+    val first = CompiledJoins.lend(spec(0))
+    val second = CompiledJoins.lend(spec(0))
+    assert(first ne second, "a join lent and not taken back is lent to no other task")
+    first.bindOnly(0, rows(Seq(5)).head)
+    CompiledJoins.takeBack(spec(0), first)
+    assert(first.bound.row.isNullAt(0), "a join taken back holds none of its task's rows")
+    assert(CompiledJoins.lend(spec(1)) ne first, "each operator has joins of its own")
+    assert(CompiledJoins.lend(spec(0)) eq first)
+    assert(CompiledJoins.lend(spec(0)) ne first)
   }
 
   test("combinations are exactly the filtered cartesian product, in any input position") {
