@@ -351,7 +351,7 @@ case class StreamingMultiJoinExec(
 
   /** This operator's compiled join, for this task, given back when the task succeeds. */
   private def lendCompiledJoin(info: StatefulOperatorStateInfo): CompiledJoin = {
-    val spec = CompiledJoins.Spec((info.queryRunId, info.operatorId), keys, inputs, output,
+    val spec = new CompiledJoins.Spec((info.queryRunId, info.operatorId), keys, inputs, output,
       conjuncts, tree)
     val join = CompiledJoins.lend(spec)
     TaskContext.get().addTaskCompletionListener[Unit] { task =>

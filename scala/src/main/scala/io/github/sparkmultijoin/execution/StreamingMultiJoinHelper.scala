@@ -6,7 +6,7 @@ import io.github.sparkmultijoin.analysis.{Conjunct, InputColumns, JoinTree}
 import io.github.sparkmultijoin.execution.state.{KeyRows, MultiJoinStateManager}
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Add, And, Attribute, BasePredicate, EvalMode, Expression, Literal, MicrosToTimestamp, Predicate, TimestampAddInterval, UnixMicros, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Add, And, Attribute, AttributeSeq, BasePredicate, BindReferences, EvalMode, Expression, Literal, MicrosToTimestamp, Predicate, TimestampAddInterval, UnixMicros, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.util.{ArrayData, MapData}
 import org.apache.spark.sql.catalyst.util.DateTimeConstants.MICROS_PER_DAY
 import org.apache.spark.sql.execution.metric.SQLMetric
@@ -310,20 +310,45 @@ class CompiledJoin(
  * operator has as many as it ran tasks at once.
  *
  * A join is kept for its query run and operator (a run fixes the session's confs that code
- * generation reads), and only for the same join: keys, columns, conjuncts and tree compared.
- * At most [[MaxOperators]] operators are kept, the least recently lent dropped first.
+ * generation reads), and only for the same join: keys, columns, conjuncts and tree compared,
+ * columns by their position, as the code reads them (each micro-batch gives the columns new
+ * expression ids). At most [[MaxOperators]] operators are kept, the least recently lent first
+ * dropped.
  */
 object CompiledJoins {
 
-  /** What a compiled join is made from; `operator` is the query run and the operator id. */
-  case class Spec(
-      operator: (java.util.UUID, Long),
+  /**
+   * What a compiled join is made from, equal to another where their code would be the same.
+   *
+   * @param operator the query run and the operator id
+   */
+  class Spec(
+      val operator: (java.util.UUID, Long),
       keys: Seq[Seq[Expression]],
       inputs: Seq[Seq[Attribute]],
       output: Seq[Attribute],
       conjuncts: Seq[Conjunct],
       tree: JoinTree) {
+
     def compile(): CompiledJoin = new CompiledJoin(keys, inputs, output, conjuncts, tree)
+
+    private def byPosition(expression: Expression, columns: Seq[Attribute]): Expression =
+      BindReferences.bindReference(expression, AttributeSeq(columns), allowFailures = true)
+
+    private val identity = (
+      operator,
+      keys.zip(inputs).map { case (key, columns) => key.map(byPosition(_, columns)) },
+      Seq(inputs.flatten, output).map(_.map(column => (column.dataType, column.nullable))),
+      inputs.map(_.length),
+      conjuncts.map(conjunct => (byPosition(conjunct.expression, output), conjunct.outerInput)),
+      tree)
+
+    override def equals(other: Any): Boolean = other match {
+      case spec: Spec => identity == spec.identity
+      case _ => false
+    }
+
+    override def hashCode: Int = identity.hashCode
   }
 
   private val MaxOperators = 64

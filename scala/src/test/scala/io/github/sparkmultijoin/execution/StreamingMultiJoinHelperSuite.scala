@@ -53,12 +53,13 @@ class StreamingMultiJoinHelperSuite extends AnyFunSuite {
     assert(probePlan(attributes, anchorOnly, newInput = 0).checkOnNewRow.isEmpty)
   }
 
-  test("a compiled join is lent to one task at a time, and kept per operator") {
-    val attributes = inputs(3)
-    val condition = GreaterThan(attributes(1).head, attributes(0).head)
-    def spec(operatorId: Long) = CompiledJoins.Spec((new java.util.UUID(7, 7), operatorId),
-      attributes, attributes, attributes.flatten, Conjunct.all(Some(condition), Seq.fill(3)(None)),
-      JoinTree.inner(3))
+  test("a compiled join is lent to one task at a time, and kept per operator and join") {
+    def spec(operatorId: Long, bound: Int = 0,
+        attributes: Seq[Seq[AttributeReference]] =
+          inputs(3)) = new CompiledJoins.Spec((new java.util.UUID(7, 7), operatorId), attributes,
+      attributes, attributes.flatten,
+      Conjunct.all(Some(GreaterThan(attributes(1).head, Add(attributes(0).head, Literal(bound)))),
+        Seq.fill(3)(None)), JoinTree.inner(3))
     val first = CompiledJoins.lend(spec(0))
     val second = CompiledJoins.lend(spec(0))
     assert(first ne second, "a join lent and not taken back is lent to no other task")
@@ -66,7 +67,9 @@ class StreamingMultiJoinHelperSuite extends AnyFunSuite {
     CompiledJoins.takeBack(spec(0), first)
     assert(first.bound.row.isNullAt(0), "a join taken back holds none of its task's rows")
     assert(CompiledJoins.lend(spec(1)) ne first, "each operator has joins of its own")
-    assert(CompiledJoins.lend(spec(0)) eq first)
+    assert(CompiledJoins.lend(spec(0, bound = 1)) ne first, "another condition, another join")
+    val sameJoinNextBatch = spec(0, attributes = inputs(3).map(_.map(_.newInstance())))
+    assert(CompiledJoins.lend(sameJoinNextBatch) eq first, "columns are compared by position")
     assert(CompiledJoins.lend(spec(0)) ne first)
   }
 
