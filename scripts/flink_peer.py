@@ -23,11 +23,13 @@ exists after the job tells which state backend ran. The output rows, which a bla
 cannot count, are counted once, untimed, by a batch-mode `COUNT(*)` of the same join.
 
 By default every join is an inner join on one key `k` (the keyed workloads). SPEC.json's
-`joins` gives each later input's join kind and ON clause instead: outer_star's LEFT JOINs carry
-its interval condition as a plain predicate, as Flink's MultiJoin runs no interval joins (Flink
-keeps every row; on outer_star's data, where no row joins a row of another batch, the answer
-is the same). The time-bounded workload's event-time semantics (watermarks per micro-batch
-file, in order) have no equivalent here yet.
+`joins` gives each later input's join kind and ON clause instead: the time-bounded workloads'
+joins (outer_star's LEFT, time_bounded's inner) carry their interval condition as a plain
+predicate, as Flink's MultiJoin runs no interval joins. Flink then keeps every row, where
+Spark's joins evict by the watermark; on their data, whose rows come in event-time order with
+none late, the answer is the same. Event time as Spark sees it (a watermark that advances per
+micro-batch file) has no equivalent in one bounded Flink job reading all files at once, whose
+splits are read in no set order: with watermarks, rows would come late and be dropped.
 The SQL text is built by pure functions, tested without Flink.
 """
 
