@@ -54,12 +54,13 @@ class StreamingMultiJoinHelperSuite extends AnyFunSuite {
   }
 
   test("a compiled join is lent to one task at a time, and kept per operator and join") {
+    // v1 > v0 + bound, over three inputs of one column each.
     def spec(operatorId: Long, bound: Int = 0,
-        attributes: Seq[Seq[AttributeReference]] =
-          inputs(3)) = new CompiledJoins.Spec((new java.util.UUID(7, 7), operatorId), attributes,
-      attributes, attributes.flatten,
-      Conjunct.all(Some(GreaterThan(attributes(1).head, Add(attributes(0).head, Literal(bound)))),
-        Seq.fill(3)(None)), JoinTree.inner(3))
+        attributes: Seq[Seq[AttributeReference]] = inputs(3)): CompiledJoins.Spec = {
+      val condition = GreaterThan(attributes(1).head, Add(attributes(0).head, Literal(bound)))
+      new CompiledJoins.Spec((new java.util.UUID(7, 7), operatorId), attributes, attributes,
+        attributes.flatten, Conjunct.all(Some(condition), Seq.fill(3)(None)), JoinTree.inner(3))
+    }
     val first = CompiledJoins.lend(spec(0))
     val second = CompiledJoins.lend(spec(0))
     assert(first ne second, "a join lent and not taken back is lent to no other task")
