@@ -29,12 +29,25 @@ object StreamingMultiJoinHelper {
    * How rows already bound (a new row, or a combination of several inputs' rows) are joined:
    * the other inputs, except the null-padded ones, in `probeOrder`, and the conjuncts to check
    * on the bound rows (`checkOnNewRow`) and once `probeOrder(d)` is bound (`checksAfterProbe(d)`).
-   * Conjuncts of padded inputs' ON clauses are left out.
+   * `checkReadsUpTo(d)` is the deepest earlier depth whose input that check reads, -1 where it
+   * reads only the rows bound before probing. Conjuncts of padded inputs' ON clauses are left out.
    */
   case class ProbePlan(
       probeOrder: Array[Int],
       checkOnNewRow: Option[Expression],
-      checksAfterProbe: Array[Option[Expression]])
+      checksAfterProbe: Array[Option[Expression]],
+      checkReadsUpTo: Array[Int]) {
+
+    /**
+     * At `d + 1`, the depths with a check that reads depth `d` as its deepest: their rows are
+     * checked once `d` is bound (at 0, those that read only the rows bound before probing).
+     */
+    val checkedOnceBound: Array[Array[Int]] = Array.tabulate(probeOrder.length + 1) { d =>
+      probeOrder.indices
+        .filter(e => checksAfterProbe(e).isDefined && checkReadsUpTo(e) == d - 1)
+        .toArray
+    }
+  }
 
   def probePlan(
       inputs: Seq[Seq[Attribute]],
@@ -51,7 +64,13 @@ object StreamingMultiJoinHelper {
     val byStep = conjuncts.filterNot(_.outerInput.exists(padded))
       .groupBy(conjunct => (inputsOf(conjunct) + newInput).map(boundAt).max)
     def checkAt(step: Int) = byStep.get(step).map(_.map(_.expression).reduce(And))
-    ProbePlan(probeOrder, checkAt(0), probeOrder.indices.map(d => checkAt(d + 1)).toArray)
+    val checks = probeOrder.indices.map(d => checkAt(d + 1)).toArray
+    // What a check reads, not which ON clause it belongs to: its value depends on nothing else.
+    val readsUpTo = checks.zipWithIndex.map { case (check, depth) =>
+      check.toSeq.flatMap(columns.inputsOf).flatMap(boundAt.get).map(_ - 1).filter(_ < depth)
+        .maxOption.getOrElse(-1)
+    }
+    ProbePlan(probeOrder, checkAt(0), checks, readsUpTo)
   }
 
   /** The probe plan of each input, probing the others in input order, nothing padded. */
@@ -124,21 +143,33 @@ object StreamingMultiJoinHelper {
 
   /**
    * Every combination of the bound rows with one stored row of each probed input that passes the
-   * checks, as `emit` makes it of the rows bound in `bound` and, per probe step, the index of the
-   * chosen row in `matches` (which holds the stored rows of `probeOrder(d)` under the key).
-   * Depth-first, so it holds one combination at a time; what `emit` returns may be reused, as
-   * operators' output rows are. Nothing to probe is one combination: the bound rows.
+   * checks, as `emit` makes it of the rows bound in `bound` (`matches(d)` holds the stored rows
+   * of `probeOrder(d)` under the key). Depth-first, so it holds one combination at a time; what
+   * `emit` returns may be reused, as operators' output rows are. Nothing to probe is one
+   * combination: the bound rows.
+   *
+   * A depth's check is evaluated on its stored rows once per row bound at the deepest depth it
+   * reads (`checkedOnceBound`), not once per combination of the depths between: in a star, where
+   * every input's bound reads only the new row, each stored row is checked once. A depth with
+   * no row left abandons the row that left it none, before the depths between are enumerated.
    */
   class Combinations[A](
       matches: Array[Array[UnsafeRow]],
       probeOrder: Array[Int],
       checks: Array[BasePredicate],
+      checkedOnceBound: Array[Array[Int]],
       bound: BoundRows,
-      emit: Array[Int] => A) extends Iterator[A] {
+      emit: () => A) extends Iterator[A] {
 
     private val depth = matches.length
+    // Per depth, the stored rows that pass its check under the rows bound so far (the first
+    // `numCandidates` of them), all of them where there is nothing to check.
+    private val candidates = Array.tabulate(depth) { d =>
+      if (checks(d) == null) matches(d) else new Array[UnsafeRow](matches(d).length)
+    }
+    private val numCandidates = matches.map(_.length)
     private val cursor = Array.fill(depth)(-1)
-    private var level = 0
+    private var level = NotStarted
     private var found = false
     private var searched = false
 
@@ -153,24 +184,26 @@ object StreamingMultiJoinHelper {
     override def next(): A = {
       if (!hasNext) throw new NoSuchElementException("no more combinations")
       searched = false
-      emit(cursor)
+      emit()
     }
 
     private def findNext(): Boolean = {
-      if (depth == 0) {
-        val first = level == 0
-        level = -1
-        return first
+      if (level == NotStarted) {
+        level = if (filterAfter(-1)) 0 else -1
+        if (depth == 0) {
+          val first = level == 0
+          level = -1
+          return first
+        }
       }
       while (level >= 0) {
         cursor(level) += 1
-        if (cursor(level) >= matches(level).length) {
+        if (cursor(level) >= numCandidates(level)) {
           cursor(level) = -1
           level -= 1
         } else {
-          bound.bind(probeOrder(level), matches(level)(cursor(level)))
-          val check = checks(level)
-          if (check == null || check.eval(bound.row)) {
+          bound.bind(probeOrder(level), candidates(level)(cursor(level)))
+          if (filterAfter(level)) {
             if (level == depth - 1) return true
             level += 1
           }
@@ -178,7 +211,36 @@ object StreamingMultiJoinHelper {
       }
       false
     }
+
+    /**
+     * Keeps, at each depth whose check reads `d` as its deepest (-1: only the rows bound before
+     * probing), the stored rows that pass it; false where a depth keeps none.
+     */
+    private def filterAfter(d: Int): Boolean = {
+      val dependents = checkedOnceBound(d + 1)
+      var i = 0
+      while (i < dependents.length) {
+        val e = dependents(i)
+        val rows = matches(e)
+        var kept = 0
+        var r = 0
+        while (r < rows.length) {
+          bound.bind(probeOrder(e), rows(r))
+          if (checks(e).eval(bound.row)) {
+            candidates(e)(kept) = rows(r)
+            kept += 1
+          }
+          r += 1
+        }
+        numCandidates(e) = kept
+        if (kept == 0) return false
+        i += 1
+      }
+      true
+    }
   }
+
+  private val NotStarted = -2
 
   def predicate(check: Option[Expression], output: Seq[Attribute]): BasePredicate =
     check.map(condition => Predicate.create(addingIntervalsAsMicros(condition), output)).orNull
@@ -265,6 +327,15 @@ class CompiledJoin(
       .reduceOption(And))
   }.toMap
 
+  /** Per outer input, the inputs its ON clause reads. */
+  val onClauseInputs: Map[Int, Set[Int]] = {
+    val columns = new InputColumns(inputs)
+    tree.outerInputs.map { outer =>
+      outer -> conjuncts.filter(_.outerInput.contains(outer))
+        .flatMap(conjunct => columns.inputsOf(conjunct.expression)).toSet
+    }.toMap
+  }
+
   /** Binds `row` of `input` and nothing else. */
   def bindOnly(input: Int, row: UnsafeRow): Unit = {
     clearBound()
@@ -292,11 +363,12 @@ class CompiledJoin(
    * probes, or nothing when one of them has none.
    */
   def combinations[A](compiled: CompiledPlan, stored: Int => Array[UnsafeRow])(
-      emit: Array[Int] => A): Iterator[A] = {
+      emit: () => A): Iterator[A] = {
     val plan = compiled.plan
     val matches = plan.probeOrder.map(stored)
     if (matches.exists(_.isEmpty)) Iterator.empty
-    else new Combinations(matches, plan.probeOrder, compiled.afterProbe, bound, emit)
+    else new Combinations(matches, plan.probeOrder, compiled.afterProbe, plan.checkedOnceBound,
+      bound, emit)
   }
 }
 
@@ -444,7 +516,7 @@ class DeltaJoiner(
           join.combinations(join.deltaPlans(input),
             probed =>
               if (probed < input) rowsOf(probed).rows else rowsOf(probed).earlierRows
-          )(_ => join.bound.outputRow())
+          )(() => join.bound.outputRow())
         }
       }
     }
@@ -481,6 +553,12 @@ class OuterJoinPadder(
   private val tree = join.tree
   private val outerOrder = tree.outerOrder.toArray
   private val firstInner = tree.innerInputs.head
+  // Per outer join, the latest outer join before it whose input its ON clause reads; -1 where
+  // it reads only the inner inputs.
+  private val onClauseReadsUpTo = outerOrder.indices.map { step =>
+    val reads = join.onClauseInputs(outerOrder(step))
+    (0 until step).filter(earlier => reads(outerOrder(earlier))).maxOption.getOrElse(-1)
+  }.toArray
   // The rows of each input under a key, read once per key in a batch's padding.
   private val rowsByKey = mutable.HashMap.empty[UnsafeRow, Array[KeyRows]]
 
@@ -571,36 +649,57 @@ class OuterJoinPadder(
     if (!join.passes(inner.onNewRow)) {
       Iterator.empty
     } else {
-      join.combinations(inner, stored)(_ => ()).flatMap(_ => extensions(0, until, stored, false))
+      join.combinations(inner, stored)(() => ()).flatMap(_ => extensions(0, until, stored, false))
     }
   }
 
   /**
    * The rows bound so far, extended by the outer joins from `step` until `until`, each bound in
-   * turn; per row, whether an input in it is padded.
+   * turn; per row, whether an input in it is padded. An ON clause that reads no outer input
+   * from `step` on has the same matches in every extension: they are found once.
    */
   private def extensions(
       step: Int,
       until: Int,
       stored: Int => Array[UnsafeRow],
       padded: Boolean): Iterator[Boolean] = {
+    val fixedMatches = new Array[Array[UnsafeRow]](until)
+    for (later <- step until until if onClauseReadsUpTo(later) < step) {
+      fixedMatches(later) = matchesAt(later, stored)
+    }
+    extend(step, until, stored, padded, fixedMatches)
+  }
+
+  private def extend(
+      step: Int,
+      until: Int,
+      stored: Int => Array[UnsafeRow],
+      padded: Boolean,
+      fixedMatches: Array[Array[UnsafeRow]]): Iterator[Boolean] = {
     if (step == until) {
       Iterator.single(padded)
     } else {
       val outer = outerOrder(step)
-      val matches = stored(outer).filter { row =>
-        join.bound.bind(outer, row)
-        join.passes(join.onClauses(outer))
-      }
+      val matches =
+        if (fixedMatches(step) != null) fixedMatches(step) else matchesAt(step, stored)
       if (matches.isEmpty) {
         join.bound.clear(outer)
-        extensions(step + 1, until, stored, padded = true)
+        extend(step + 1, until, stored, padded = true, fixedMatches)
       } else {
         matches.iterator.flatMap { row =>
           join.bound.bind(outer, row)
-          extensions(step + 1, until, stored, padded)
+          extend(step + 1, until, stored, padded, fixedMatches)
         }
       }
+    }
+  }
+
+  /** The stored rows of the outer input at `step` whose ON clause holds with the rows bound. */
+  private def matchesAt(step: Int, stored: Int => Array[UnsafeRow]): Array[UnsafeRow] = {
+    val outer = outerOrder(step)
+    stored(outer).filter { row =>
+      join.bound.bind(outer, row)
+      join.passes(join.onClauses(outer))
     }
   }
 }

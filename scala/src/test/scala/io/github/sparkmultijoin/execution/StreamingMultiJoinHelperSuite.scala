@@ -7,7 +7,7 @@ import io.github.sparkmultijoin.execution.StreamingMultiJoinHelper.{addingInterv
 import org.scalatest.funsuite.AnyFunSuite
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Add, And, AttributeReference, BoundReference, EqualTo, GenericInternalRow, GreaterThan, JoinedRow, Literal, Not, Remainder, TimestampAddInterval, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Add, And, AttributeReference, BasePredicate, BoundReference, Expression, EqualTo, GenericInternalRow, GreaterThan, JoinedRow, Literal, Not, Remainder, TimestampAddInterval, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.catalyst.util.ArrayData
 import org.apache.spark.sql.catalyst.util.DateTimeConstants.MICROS_PER_DAY
@@ -35,6 +35,8 @@ class StreamingMultiJoinHelperSuite extends AnyFunSuite {
     assert(plan.probeOrder.toSeq == Seq(0, 1, 3))
     assert(plan.checkOnNewRow.contains(onlyNewRow))
     assert(plan.checksAfterProbe.toSeq == Seq(Some(withFirstProbe), None, Some(withLastProbe)))
+    // The last check reads the row probed at depth 1; the first, only the new row besides its own.
+    assert(plan.checkReadsUpTo.toSeq == Seq(-1, -1, 1))
   }
 
   test("a padded input is not probed and its ON clause is not checked") {
@@ -76,14 +78,18 @@ class StreamingMultiJoinHelperSuite extends AnyFunSuite {
 
   test("combinations are exactly the filtered cartesian product, in any input position") {
     val random = new Random(42)
-    for (trial <- 0 until 50) {
-      val n = 2 + random.nextInt(4)
+    for (trial <- 0 until 80) {
+      val n = 2 + random.nextInt(5)
       val attributes = inputs(n)
       val values = attributes.flatten
-      // A residual condition over two random inputs: (va + vb) % 3 != 0.
-      val Seq(a, b) = random.shuffle(values.indices.toList).take(2)
-      val condition = Not(
-        EqualTo(Remainder(Add(values(a), values(b)), Literal(3)), Literal(0)))
+      // Residual conditions over random pairs of inputs: (va + vb) % 3 != 0.
+      val pairs = Seq.fill(1 + random.nextInt(3)) {
+        val shuffled = random.shuffle(values.indices.toList)
+        (shuffled(0), shuffled(1))
+      }
+      val condition = pairs.map { case (a, b) =>
+        Not(EqualTo(Remainder(Add(values(a), values(b)), Literal(3)), Literal(0)))
+      }.reduce[Expression](And)
       val newInput = random.nextInt(n)
       val plan = probePlans(attributes, Conjunct.all(Some(condition), Seq.fill(n)(None)))(newInput)
       val stored = plan.probeOrder.map(_ => Seq.fill(random.nextInt(4))(random.nextInt(10)))
@@ -98,19 +104,52 @@ class StreamingMultiJoinHelperSuite extends AnyFunSuite {
         if (newRowCheck != null && !newRowCheck.eval(bound.row)) Seq.empty
         else {
           val project = UnsafeProjection.create(output, output)
-          new Combinations(stored.map(rows), plan.probeOrder, checks, bound,
-            _ => project(bound.row)).map(row => (0 until n).map(row.getInt)).toList
+          new Combinations(stored.map(rows), plan.probeOrder, checks, plan.checkedOnceBound, bound,
+            () => project(bound.row)).map(row => (0 until n).map(row.getInt)).toList
         }
 
       val expected = plan.probeOrder.indices.foldLeft(Seq(Map(newInput -> newValue))) {
         (partial, depth) =>
           for (p <- partial; v <- stored(depth)) yield p + (plan.probeOrder(depth) -> v)
       }.map(assignment => (0 until n).map(assignment)).filter { combination =>
-        (combination(a) + combination(b)) % 3 != 0
+        pairs.forall { case (a, b) => (combination(a) + combination(b)) % 3 != 0 }
       }
       assert(produced.sortBy(_.mkString(",")) == expected.sortBy(_.mkString(",")),
-        s"trial $trial: n=$n new=$newInput stored=$stored")
+        s"trial $trial: n=$n new=$newInput pairs=$pairs stored=$stored")
     }
+  }
+
+  test("in a star, each stored row is checked once per new row, not once per combination") {
+    // Inputs 1 to 5 each within 1 of input 0 (v0 - 1 <= vi <= v0 + 1), three stored rows each,
+    // two of which pass; input 3's pass nothing for the second new row.
+    val attributes = inputs(6)
+    val Seq(v0, rest @ _*) = attributes.map(_.head)
+    val star = rest.map { vi =>
+      And(Not(GreaterThan(v0, Add(vi, Literal(1)))), Not(GreaterThan(vi, Add(v0, Literal(1)))))
+    }.reduce[Expression](And)
+    val plan = probePlans(attributes, Conjunct.all(Some(star), Seq.fill(6)(None)))(0)
+    assert(plan.checkReadsUpTo.toSeq == Seq.fill(5)(-1))
+    val evaluations = new java.util.concurrent.atomic.AtomicInteger
+    val checks = plan.checksAfterProbe.map(predicate(_, attributes.flatten)).map { check =>
+      new BasePredicate {
+        override def eval(row: InternalRow): Boolean = {
+          evaluations.incrementAndGet()
+          check.eval(row)
+        }
+        override def initialize(partitionIndex: Int): Unit = ()
+      }
+    }
+    def combinations(newValue: Int, stored: Seq[Seq[Int]]): Int = {
+      val bound = new BoundRows(Seq.fill(6)(Seq(IntegerType)))
+      bound.bind(0, rows(Seq(newValue)).head)
+      new Combinations(stored.map(rows).toArray, plan.probeOrder, checks, plan.checkedOnceBound,
+        bound, () => ()).size
+    }
+    assert(combinations(10, Seq.fill(5)(Seq(9, 11, 20))) == 32)
+    assert(evaluations.get == 15, "each of the 15 stored rows once, not 3 + 6 + ... + 48")
+    evaluations.set(0)
+    assert(combinations(10, Seq(Seq(9, 11, 20), Seq(9, 11, 20), Seq(0, 1, 2), Seq(9), Seq(9))) == 0)
+    assert(evaluations.get == 9, "inputs 1 to 3 once each, and no combination of 1 and 2 tried")
   }
 
   test("bound rows read as the inputs' rows joined, and their output row is what a " +
