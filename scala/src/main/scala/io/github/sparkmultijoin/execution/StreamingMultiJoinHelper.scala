@@ -150,8 +150,9 @@ object StreamingMultiJoinHelper {
    *
    * A depth's check is evaluated on its stored rows once per row bound at the deepest depth it
    * reads (`checkedOnceBound`), not once per combination of the depths between: in a star, where
-   * every input's bound reads only the new row, each stored row is checked once. A depth with
-   * no row left abandons the row that left it none, before the depths between are enumerated.
+   * every input's bound reads only the center's row, each stored row is checked once per row of
+   * the center. A depth with no row left abandons the row that left it none, before the depths
+   * between are enumerated.
    */
   class Combinations[A](
       matches: Array[Array[UnsafeRow]],
