@@ -94,6 +94,21 @@ FIXED_QUERIES = [
          f"FULL JOIN {WATERMARKED.format(i=2)} ON a1.k1 = a2.k2 "
          f"AND {WITHIN.format(t='a2.t2', p='a1.t1')} AND (a0.v0 IS NULL OR a2.v2 > a0.v0)",
      ["a0", "a1", "a2"]),
+    # a3's inner join makes a2's LEFT JOIN inner, whose condition then rejects a1's padded rows.
+    ([], f"SELECT * FROM {WATERMARKED.format(i=0)} LEFT JOIN {WATERMARKED.format(i=1)} "
+         f"ON a0.k0 = a1.k1 AND {WITHIN.format(t='a1.t1', p='a0.t0')} "
+         f"LEFT JOIN {WATERMARKED.format(i=2)} ON a1.k1 = a2.k2 "
+         f"AND {WITHIN.format(t='a2.t2', p='a1.t1')} "
+         f"JOIN {WATERMARKED.format(i=3)} ON a2.k2 = a3.k3 "
+         f"AND {WITHIN.format(t='a3.t3', p='a2.t2')}",
+     ["a0", "a1", "a2", "a3"]),
+    ([], f"SELECT * FROM {WATERMARKED.format(i=0)} LEFT JOIN {WATERMARKED.format(i=1)} "
+         f"ON a0.k0 = a1.k1 AND {WITHIN.format(t='a1.t1', p='a0.t0')} "
+         f"LEFT JOIN {WATERMARKED.format(i=2)} ON a0.k0 = a2.k2 "
+         f"AND {WITHIN.format(t='a2.t2', p='a0.t0')} "
+         f"JOIN {WATERMARKED.format(i=3)} ON a2.k2 = a3.k3 "
+         f"AND {WITHIN.format(t='a3.t3', p='a2.t2')} AND (a1.v1 IS NULL OR a3.v3 > a1.v1)",
+     ["a0", "a1", "a2", "a3"]),
     ([], "SELECT /*+ MULTI_JOIN(a0, a1, a2) */ * FROM STREAM(s0) a0 "
          "JOIN STREAM(s1) a1 ON a0.k0 = a1.k1 JOIN STREAM(s2) a2 ON a2.k2 = a0.k0 "
          "JOIN STREAM(s3) a3 ON a3.k3 = a0.k0",

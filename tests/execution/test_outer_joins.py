@@ -119,6 +119,30 @@ def test_on_clause_reading_a_padded_input_key_matches_the_batch_query(spark, tmp
     assert without_far_rows(multi.rows) == expected
 
 
+def test_outer_join_whose_padded_rows_a_later_inner_join_rejects_fuses(spark, tmp_path):
+    """a LEFT b, LEFT c ON c.k = b.k, then d inner on c's key: Spark makes c's join inner, whose
+    condition then rejects b's padded rows, and leaves b's join LEFT OUTER under it. The rule
+    makes that one inner too and fuses all four; the batch query, with its LEFT OUTER join, is
+    the reference."""
+    inputs = timed_inputs(tmp_path / "inputs", random.Random(15), 4, n_batches=4,
+                          rows_per_batch=6, n_keys=3, null_keys=0.1)
+
+    def build(frames):
+        a, b, c, d = [frame.withWatermark(f"t{i}", DELAY) for i, frame in enumerate(frames)]
+
+        def on(j, p):
+            return (F.col(f"k{j}") == F.col(f"k{p}")) & F.expr(
+                f"t{j} BETWEEN t{p} - INTERVAL 20 SECONDS AND t{p} + INTERVAL 20 SECONDS")
+        return a.join(b, on(1, 0), "left_outer").join(c, on(2, 1), "left_outer").join(d, on(3, 2))
+
+    multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
+    expected = without_far_rows(batch_rows(spark, inputs, build))
+    assert expected, "some rows should join"
+    assert multi.multi_join_count == 1, multi.plan
+    assert "OUTER" not in multi.plan, multi.plan
+    assert without_far_rows(multi.rows) == expected
+
+
 def test_shapes_a_multi_join_cannot_run_stay_with_spark(spark, tmp_path):
     inputs = timed_inputs(tmp_path / "inputs", random.Random(1), 3, n_batches=2)
     frames = [frame.withWatermark(f"t{i}", DELAY)

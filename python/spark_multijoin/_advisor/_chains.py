@@ -9,12 +9,17 @@ changed to), where the rule of 0.1.0 fuses only the largest.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from sqlglot import exp
 
 from spark_multijoin._advisor._bounds import Conjunct
-from spark_multijoin._advisor._expressions import Column, leaves_read, unresolved
+from spark_multijoin._advisor._expressions import (
+    Column,
+    leaves_read,
+    null_intolerant_columns,
+    unresolved,
+)
 from spark_multijoin._advisor._relations import (
     Filtered,
     Join,
@@ -154,6 +159,46 @@ def flatten(tree: Tree, chain: Chain) -> None:
         chain.aliased |= tree.renames
     else:
         chain.add_inner_input(tree)
+
+
+def outer_joins_made_inner(tree: Tree, rejected: frozenset[str] = frozenset()) -> Tree:
+    """As the rule's `outerJoinsMadeInner`: `tree`, copied where it changes, with the outer joins
+    of its chain made inner where a condition applied above them rejects their null-padded rows
+    (Spark's optimizer leaves those whose rejecting condition belongs to a join it made inner
+    only after inferring filters). `rejected` are the leaves with a column whose nulls a
+    condition above `tree` rejects; a padded side's columns are all null."""
+    if isinstance(tree, Join) and continues_chain(tree):
+        def pads_rejected(side: Tree) -> bool:
+            return any(leaf.uid in rejected for leaf in leaves(side))
+        kind = tree.kind
+        padded_left, padded_right = pads_rejected(tree.left), pads_rejected(tree.right)
+        # A FULL OUTER join whose right side only is rejected stays, as in the rule.
+        if (kind == "LEFT" and padded_right) or (kind == "RIGHT" and padded_left) or \
+                (kind == "FULL" and padded_left and padded_right):
+            kind = "INNER"
+        elif kind == "FULL" and padded_left:
+            kind = "LEFT"
+        # An outer join's ON clause pads the rows it does not match instead of dropping them.
+        below = rejected | _null_rejected(tree.conjuncts) if kind == "INNER" else rejected
+        left = outer_joins_made_inner(tree.left, below) if kind != "RIGHT" else tree.left
+        right = outer_joins_made_inner(tree.right, below) if kind in ("INNER", "RIGHT") \
+            else tree.right
+        return Join(kind, left, right, tree.conjuncts)
+    if isinstance(tree, Filtered) and continues_chain(tree):
+        return replace(tree, child=outer_joins_made_inner(
+            tree.child, rejected | _null_rejected(tree.conjuncts)))
+    return tree
+
+
+def _null_rejected(conjuncts: list[exp.Expr]) -> frozenset[str]:
+    """The leaves with a column whose nulls make one of `conjuncts` null or false."""
+    def rejected_by(conjunct: exp.Expr) -> set[Column]:
+        conjunct = conjunct.unnest()
+        if isinstance(conjunct, exp.Not) and isinstance(conjunct.this.unnest(), exp.Is) and \
+                isinstance(conjunct.this.unnest().expression, exp.Null):
+            return null_intolerant_columns(conjunct.this.unnest().this)
+        return null_intolerant_columns(conjunct)
+    return frozenset(uid for conjunct in conjuncts for uid, _ in rejected_by(conjunct))
 
 
 KeyClass = list[tuple[int, exp.Expr]]

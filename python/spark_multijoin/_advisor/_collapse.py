@@ -21,6 +21,7 @@ from spark_multijoin._advisor._chains import (
     continues_chain,
     flatten,
     key_classes,
+    outer_joins_made_inner,
 )
 from spark_multijoin._advisor._expressions import (
     Column,
@@ -78,7 +79,7 @@ def collapse(join: Join, settings: Settings, render: Render,
         return Outcome(None, reason="A streaming join stays as Spark planned it: its condition "
                        "is not deterministic: " + " AND ".join(map(render, join.conjuncts)))
     chain = Chain()
-    flatten(join, chain)
+    flatten(outer_joins_made_inner(join), chain)
     groups = _fused_groups(chain, settings, render)
     if isinstance(groups, str):
         return Outcome(chain, reason=groups)

@@ -8,7 +8,7 @@ import io.github.sparkmultijoin.analysis.{Conjunct, EventTimeBounds, InputColumn
 import io.github.sparkmultijoin.logical.{MultiJoin, MultiJoinHint}
 
 import org.apache.spark.internal.Logging
-import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeSet, EqualTo, ExprId, Expression, Literal, NamedExpression}
+import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeSet, EqualTo, ExprId, Expression, IsNotNull, Literal, NamedExpression, PredicateHelper}
 import org.apache.spark.sql.catalyst.plans.{FullOuter, Inner, LeftOuter, RightOuter}
 import org.apache.spark.sql.catalyst.plans.logical.{EventTimeWatermark, Filter, Join, JoinHint, LogicalPlan, Project}
 import org.apache.spark.sql.catalyst.rules.Rule
@@ -47,10 +47,11 @@ import org.apache.spark.sql.types.DataType
  * interval condition bounds is warned of. Batch plans are never touched.
  *
  * It runs once, after Spark's operator optimizations (as a pre-CBO rule), so the joins it sees
- * have their filters and projections pushed down (and outer joins whose nulls a later
- * condition rejects already made inner), and it never sees its own output again.
+ * have their filters and projections pushed down (and most outer joins whose nulls a later
+ * condition rejects already made inner; [[outerJoinsMadeInner]] does the rest in a chain), and
+ * it never sees its own output again.
  */
-object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
+object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelper with Logging {
 
   /**
    * Operator id of the first multi-join in a plan; the following ones count up from it. Spark
@@ -243,6 +244,67 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
   }
 
   /**
+   * `plan` with the outer joins of its chain made inner where a condition applied above them
+   * rejects their null-padded rows; `rejected` are the columns whose nulls a condition above
+   * `plan` rejects.
+   *
+   * Why: a conjunct of an inner join or a filter that is null wherever a column of an outer join's
+   * padded side is null drops every padded row, so the outer join gives the rows an inner join
+   * gives. Spark's EliminateOuterJoin makes such joins inner for the filters right above them,
+   * which include the IS NOT NULL filters that Spark infers, once, from the conditions above. A
+   * join that Spark itself makes inner only after that inference gets no such filter below it,
+   * and the outer join under it stays: its padded side is then read by an inner condition, which
+   * one multi-join cannot run. It follows the chain as `flatten` does, so nothing outside the
+   * chain changes.
+   */
+  private def outerJoinsMadeInner(plan: LogicalPlan, rejected: AttributeSet): LogicalPlan =
+    plan match {
+      case join @ Join(left, right, joinType, condition, _) if continuesChain(join) =>
+        def padsRejected(side: LogicalPlan) = rejected.intersect(side.outputSet).nonEmpty
+        // A FULL OUTER join whose right side only is rejected stays: as a RIGHT OUTER join it
+        // would flatten another way, and the rule runs nothing inner above a FULL OUTER join.
+        val kept = (joinType, padsRejected(left), padsRejected(right)) match {
+          case (LeftOuter, _, true) | (RightOuter, true, _) | (FullOuter, true, true) => Inner
+          case (FullOuter, true, false) => LeftOuter
+          case _ => joinType
+        }
+        // An outer join's ON clause pads the rows it does not match instead of dropping them.
+        val below = if (kept == Inner) rejected ++ nullRejectedColumns(condition) else rejected
+        def within(side: LogicalPlan) = outerJoinsMadeInner(side, below.intersect(side.outputSet))
+        kept match {
+          case Inner => join.copy(left = within(left), right = within(right), joinType = Inner)
+          case RightOuter => join.copy(right = within(right))
+          case _ => join.copy(left = within(left), joinType = kept)
+        }
+      case project @ Project(projectList, child) if continuesChain(project) =>
+        val rejectedBelow = projectList.flatMap {
+          case attribute: Attribute if rejected.contains(attribute) => Seq(attribute)
+          case alias: Alias if rejected.contains(alias.toAttribute) =>
+            nullIntolerantColumns(alias.child)
+          case _ => Nil
+        }
+        project.copy(child = outerJoinsMadeInner(child, AttributeSet(rejectedBelow)))
+      case filter @ Filter(condition, child) if continuesChain(filter) =>
+        filter.copy(child =
+          outerJoinsMadeInner(child, rejected ++ nullRejectedColumns(Some(condition))))
+      case input => input
+    }
+
+  /** The columns whose nulls make a conjunct of `condition` null or false, dropping the row. */
+  private def nullRejectedColumns(condition: Option[Expression]): AttributeSet =
+    AttributeSet(condition.toSeq.flatMap(splitConjunctivePredicates).flatMap {
+      case IsNotNull(child) => nullIntolerantColumns(child)
+      case conjunct => nullIntolerantColumns(conjunct)
+    })
+
+  /** The columns of `expression` that make it null where they are null (as Spark infers them). */
+  private def nullIntolerantColumns(expression: Expression): Seq[Attribute] = expression match {
+    case attribute: Attribute => Seq(attribute)
+    case other if other.nullIntolerant => other.children.flatMap(nullIntolerantColumns)
+    case _ => Nil
+  }
+
+  /**
    * `join` collapsed with the chain below it, or why it stays as Spark planned it. `read` are
    * the columns of its output the plan above it reads.
    */
@@ -257,7 +319,7 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
         s"deterministic: ${join.condition.map(_.sql).getOrElse("")}")
     }
     val chain = new Chain
-    flatten(join, chain)
+    flatten(outerJoinsMadeInner(join, AttributeSet.empty), chain)
     val conjuncts = chain.conjuncts.map(c => c.copy(expression = chain.inline(c.expression))).toSeq
     val groupSize = MultiJoinConf.maxTables(conf).getOrElse(chain.inputs.length)
     for {
@@ -541,8 +603,8 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
    * How a chain with outer joins joins its inputs ([[JoinTree]]), or why one multi-join cannot
    * run it. Null-padded rows come out once the deciding inputs' rows can join no row to come, so
    * every input must be bounded in event time. The inner joins' conditions may not read an outer
-   * input (its nulls would reach them; Spark has already made inner the outer joins whose padded
-   * rows a later condition rejects). And every join must equate the key itself, as the
+   * input (its nulls would reach them; the outer joins whose padded rows such a condition rejects
+   * are inner by now: [[outerJoinsMadeInner]]). And every join must equate the key itself, as the
    * multi-join looks every input's rows up by the shared key: an outer input's ON clause to an
    * input joined before it, the inner joins among the inner inputs. FULL OUTER joins have rules
    * of their own ([[fullOuterProblem]]).

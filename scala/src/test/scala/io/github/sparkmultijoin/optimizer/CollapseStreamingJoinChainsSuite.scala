@@ -290,6 +290,38 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
     assertKeptAsPlanned(readsPadded, "uses the null-padded side of an outer join")
   }
 
+  test("an outer join whose padded rows an inner join above rejects is inner, and collapses") {
+    val Seq(a, b, c, d, e) = timed(5)
+    // d's inner join makes c's LEFT OUTER join inner (Spark's optimizer does that), whose
+    // condition k2 = k1 then rejects b's padded rows: Spark infers no filter for it any more, and
+    // leaves b's join LEFT OUTER under an inner condition that reads b.
+    val cascade = a.join(b, onKeys(1, 0) && within(1, 0, 10), "left_outer")
+      .join(c, onKeys(2, 1) && within(2, 1, 10), "left_outer")
+      .join(d, onKeys(3, 2) && within(3, 2, 10))
+    val asPlanned = optimized(cascade, enabled = false)
+    assert(asPlanned.collect { case join: Join => join.joinType.toString }.sorted ==
+        Seq("Inner", "Inner", "LeftOuter"), "the shape this case is about")
+    val Seq(allInner) = multiJoins(cascade)
+    assert(allInner.tree.outerOrder.isEmpty && allInner.children.length == 4)
+    // The same columns; b's are no longer nullable, as where Spark makes an outer join inner.
+    val fused = optimized(cascade, enabled = true)
+    assert(fused.output.map(c => (c.exprId, c.dataType)) ==
+      asPlanned.output.map(c => (c.exprId, c.dataType)))
+    // Only the outer join whose padded side is rejected: d stays LEFT OUTER off a.
+    val partly = a.join(b, onKeys(1, 0) && within(1, 0, 10), "left_outer")
+      .join(c, onKeys(2, 1) && within(2, 1, 10), "left_outer")
+      .join(d, onKeys(3, 0) && within(3, 0, 10), "left_outer")
+      .join(e, onKeys(4, 2) && within(4, 2, 10))
+    val Seq(oneOuter) = multiJoins(partly)
+    assert(oneOuter.tree.outerOrder == Seq(3) && oneOuter.children.length == 5)
+    // A condition that holds on b's nulls rejects none of its padded rows: Spark's plan stays.
+    assertKeptAsPlanned(
+      a.join(b, onKeys(1, 0) && within(1, 0, 10), "left_outer")
+        .join(c, onKeys(2, 0) && within(2, 0, 10), "left_outer")
+        .join(d, onKeys(3, 2) && within(3, 2, 10) && expr("k1 <=> k3 OR v1 IS NULL")),
+      "uses the null-padded side of an outer join")
+  }
+
   test("FULL OUTER joins above the rest of a chain collapse; every input is then nullable") {
     val Seq(a, b, c, d) = timed(4)
     val innerThenFull = a.join(b, onKeys(1, 0) && within(1, 0, 10))
