@@ -194,9 +194,10 @@ def _null_rejected(conjuncts: list[exp.Expr]) -> frozenset[str]:
     """The leaves with a column whose nulls make one of `conjuncts` null or false."""
     def rejected_by(conjunct: exp.Expr) -> set[Column]:
         conjunct = conjunct.unnest()
-        if isinstance(conjunct, exp.Not) and isinstance(conjunct.this.unnest(), exp.Is) and \
-                isinstance(conjunct.this.unnest().expression, exp.Null):
-            return null_intolerant_columns(conjunct.this.unnest().this)
+        negated = conjunct.this.unnest() if isinstance(conjunct, exp.Not) else None
+        # `x IS NOT NULL` rejects the nulls of x's null-intolerant columns, as Spark infers them.
+        if isinstance(negated, exp.Is) and isinstance(negated.expression, exp.Null):
+            return null_intolerant_columns(negated.this)
         return null_intolerant_columns(conjunct)
     return frozenset(uid for conjunct in conjuncts for uid, _ in rejected_by(conjunct))
 
