@@ -104,6 +104,20 @@ def test_an_outer_join_whose_padded_rows_a_filter_rejects_is_inner():
                              "the rows it pads with nulls, and Spark's optimizer drops them."]
 
 
+def test_an_outer_join_whose_padded_rows_a_later_inner_join_rejects_is_inner():
+    # d's join makes c's inner (Spark's optimizer), whose c.k = b.k then rejects b's padded rows.
+    (verdict,) = advise("SELECT * FROM a LEFT JOIN b ON b.k = a.k LEFT JOIN c ON c.k = b.k "
+                        "JOIN d ON d.k = c.k")
+    assert verdict.fused_groups == [["a", "b", "c", "d"]]
+    assert verdict.notes == ["The LEFT OUTER join of c runs as an INNER join: NOT c.k IS NULL "
+                             "rejects the rows it pads with nulls, and Spark's optimizer drops "
+                             "them."]
+    assert verdict.reasons == ["The LEFT OUTER join that pads b with nulls runs as an INNER join: "
+                               "a condition above it rejects those null-padded rows (Spark's "
+                               "optimizer does the same where that condition is a filter right "
+                               "above the join)."]
+
+
 def test_the_hint_fuses_only_what_it_names_while_the_conf_is_off():
     off = {"multi-join.enabled": False}
     (disabled,) = advise(chain(), conf=off)

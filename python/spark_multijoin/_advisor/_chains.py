@@ -161,12 +161,13 @@ def flatten(tree: Tree, chain: Chain) -> None:
         chain.add_inner_input(tree)
 
 
-def outer_joins_made_inner(tree: Tree, rejected: frozenset[str] = frozenset()) -> Tree:
+def outer_joins_made_inner(tree: Tree, notes: list[str],
+                           rejected: frozenset[str] = frozenset()) -> Tree:
     """As the rule's `outerJoinsMadeInner`: `tree`, copied where it changes, with the outer joins
     of its chain made inner where a condition applied above them rejects their null-padded rows
     (Spark's optimizer leaves those whose rejecting condition belongs to a join it made inner
-    only after inferring filters). `rejected` are the leaves with a column whose nulls a
-    condition above `tree` rejects; a padded side's columns are all null."""
+    only after inferring filters), each said in `notes`. `rejected` are the leaves with a column
+    whose nulls a condition above `tree` rejects; a padded side's columns are all null."""
     if isinstance(tree, Join) and continues_chain(tree):
         def pads_rejected(side: Tree) -> bool:
             return any(leaf.uid in rejected for leaf in leaves(side))
@@ -178,16 +179,30 @@ def outer_joins_made_inner(tree: Tree, rejected: frozenset[str] = frozenset()) -
             kind = "INNER"
         elif kind == "FULL" and padded_left:
             kind = "LEFT"
+        if kind != tree.kind:
+            notes.append(_made_inner_note(tree, kind, padded_left, padded_right))
         # An outer join's ON clause pads the rows it does not match instead of dropping them.
         below = rejected | _null_rejected(tree.conjuncts) if kind == "INNER" else rejected
-        left = outer_joins_made_inner(tree.left, below) if kind != "RIGHT" else tree.left
-        right = outer_joins_made_inner(tree.right, below) if kind in ("INNER", "RIGHT") \
-            else tree.right
+        left = outer_joins_made_inner(tree.left, notes, below) if kind != "RIGHT" else tree.left
+        right = outer_joins_made_inner(tree.right, notes, below) \
+            if kind in ("INNER", "RIGHT") else tree.right
         return Join(kind, left, right, tree.conjuncts)
     if isinstance(tree, Filtered) and continues_chain(tree):
         return replace(tree, child=outer_joins_made_inner(
-            tree.child, rejected | _null_rejected(tree.conjuncts)))
+            tree.child, notes, rejected | _null_rejected(tree.conjuncts)))
     return tree
+
+
+def _made_inner_note(join: Join, kind: str, padded_left: bool, padded_right: bool) -> str:
+    """The rule's note on an outer join it runs as `kind`."""
+    sides = {"LEFT": [join.right], "RIGHT": [join.left]}.get(
+        join.kind, [side for side, padded in ((join.left, padded_left), (join.right, padded_right))
+                    if padded])
+    padded = " and ".join(", ".join(leaf.name for leaf in leaves(side)) for side in sides)
+    runs_as = "an INNER" if kind == "INNER" else f"a {kind} OUTER"
+    return (f"The {join.kind} OUTER join that pads {padded} with nulls runs as {runs_as} join: a "
+            "condition above it rejects those null-padded rows (Spark's optimizer does the same "
+            "where that condition is a filter right above the join).")
 
 
 def _null_rejected(conjuncts: list[exp.Expr]) -> frozenset[str]:

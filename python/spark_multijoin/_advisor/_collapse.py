@@ -79,7 +79,17 @@ def collapse(join: Join, settings: Settings, render: Render,
         return Outcome(None, reason="A streaming join stays as Spark planned it: its condition "
                        "is not deterministic: " + " AND ".join(map(render, join.conjuncts)))
     chain = Chain()
-    flatten(outer_joins_made_inner(join), chain)
+    made_inner: list[str] = []
+    flatten(outer_joins_made_inner(join, made_inner), chain)
+    outcome = _collapse_chain(chain, join, settings, render, needed, number)
+    if outcome.multi_joins:
+        outcome.notes += made_inner
+    return outcome
+
+
+def _collapse_chain(chain: Chain, join: Join, settings: Settings, render: Render,
+                    needed: frozenset[Column] | None, number: int) -> Outcome:
+    """`collapse` of the flattened `chain` of `join`."""
     groups = _fused_groups(chain, settings, render)
     if isinstance(groups, str):
         return Outcome(chain, reason=groups)

@@ -9,7 +9,7 @@ import io.github.sparkmultijoin.logical.{MultiJoin, MultiJoinHint}
 
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeSet, EqualTo, ExprId, Expression, IsNotNull, Literal, NamedExpression, PredicateHelper}
-import org.apache.spark.sql.catalyst.plans.{FullOuter, Inner, LeftOuter, RightOuter}
+import org.apache.spark.sql.catalyst.plans.{FullOuter, Inner, JoinType, LeftOuter, RightOuter}
 import org.apache.spark.sql.catalyst.plans.logical.{EventTimeWatermark, Filter, Join, JoinHint, LogicalPlan, Project}
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.catalyst.util.UnsafeRowUtils
@@ -257,7 +257,10 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
    * one multi-join cannot run. It follows the chain as `flatten` does, so nothing outside the
    * chain changes.
    */
-  private def outerJoinsMadeInner(plan: LogicalPlan, rejected: AttributeSet): LogicalPlan =
+  private def outerJoinsMadeInner(
+      plan: LogicalPlan,
+      rejected: AttributeSet,
+      converted: mutable.Buffer[Note]): LogicalPlan =
     plan match {
       case join @ Join(left, right, joinType, condition, _) if continuesChain(join) =>
         def padsRejected(side: LogicalPlan) = rejected.intersect(side.outputSet).nonEmpty
@@ -268,9 +271,11 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
           case (FullOuter, true, false) => LeftOuter
           case _ => joinType
         }
+        if (kept != joinType) converted += madeInnerNote(join, kept, padsRejected)
         // An outer join's ON clause pads the rows it does not match instead of dropping them.
         val below = if (kept == Inner) rejected ++ nullRejectedColumns(condition) else rejected
-        def within(side: LogicalPlan) = outerJoinsMadeInner(side, below.intersect(side.outputSet))
+        def within(side: LogicalPlan) =
+          outerJoinsMadeInner(side, below.intersect(side.outputSet), converted)
         kept match {
           case Inner => join.copy(left = within(left), right = within(right), joinType = Inner)
           case RightOuter => join.copy(right = within(right))
@@ -283,12 +288,24 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
             nullIntolerantColumns(alias.child)
           case _ => Nil
         }
-        project.copy(child = outerJoinsMadeInner(child, AttributeSet(rejectedBelow)))
+        project.copy(child = outerJoinsMadeInner(child, AttributeSet(rejectedBelow), converted))
       case filter @ Filter(condition, child) if continuesChain(filter) =>
         filter.copy(child =
-          outerJoinsMadeInner(child, rejected ++ nullRejectedColumns(Some(condition))))
+          outerJoinsMadeInner(child, rejected ++ nullRejectedColumns(Some(condition)), converted))
       case input => input
     }
+
+  private def madeInnerNote(join: Join, kept: JoinType, rejected: LogicalPlan => Boolean): Note = {
+    val padded = join.joinType match {
+      case LeftOuter => Seq(join.right)
+      case RightOuter => Seq(join.left)
+      case _ => Seq(join.left, join.right).filter(rejected)
+    }
+    val runsAs = if (kept == Inner) "an INNER" else s"a ${kept.sql}"
+    Note(s"The ${join.joinType.sql} join that pads ${padded.map(describe).mkString(" and ")} " +
+      s"with nulls runs as $runsAs join: a condition above it rejects those null-padded rows " +
+      "(Spark's optimizer does the same where that condition is a filter right above the join).")
+  }
 
   /** The columns whose nulls make a conjunct of `condition` null or false, dropping the row. */
   private def nullRejectedColumns(condition: Option[Expression]): AttributeSet =
@@ -319,7 +336,8 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
         s"deterministic: ${join.condition.map(_.sql).getOrElse("")}")
     }
     val chain = new Chain
-    flatten(outerJoinsMadeInner(join, AttributeSet.empty), chain)
+    val madeInner = mutable.ArrayBuffer.empty[Note]
+    flatten(outerJoinsMadeInner(join, AttributeSet.empty, madeInner), chain)
     val conjuncts = chain.conjuncts.map(c => c.copy(expression = chain.inline(c.expression))).toSeq
     val groupSize = MultiJoinConf.maxTables(conf).getOrElse(chain.inputs.length)
     for {
@@ -329,6 +347,7 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
     } yield {
       notes ++= unboundedInputWarnings(joined)
       notes += collapsedNote(chain.inputs.toSeq, groups, named)
+      notes ++= madeInner
       withOutputOf(join, joined, chain)
     }
   }

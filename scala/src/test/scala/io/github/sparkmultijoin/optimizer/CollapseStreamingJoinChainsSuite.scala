@@ -314,6 +314,10 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
       .join(e, onKeys(4, 2) && within(4, 2, 10))
     val Seq(oneOuter) = multiJoins(partly)
     assert(oneOuter.tree.outerOrder == Seq(3) && oneOuter.children.length == 5)
+    // The log says which joins run as inner, and only those.
+    val madeInner = notes(partly).filter(_.contains("runs as an INNER join"))
+    assert(madeInner.length == 1 && madeInner.head.contains("LEFT OUTER join that pads [k1,"),
+      notes(partly))
     // A condition that holds on b's nulls rejects none of its padded rows: Spark's plan stays.
     assertKeptAsPlanned(
       a.join(b, onKeys(1, 0) && within(1, 0, 10), "left_outer")
