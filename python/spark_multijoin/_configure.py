@@ -14,6 +14,9 @@ _JARS = "spark.jars"
 _EXTENSIONS = "spark.sql.extensions"
 _PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 CHANGELOG_CHECKPOINTING = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+CHECKPOINT_FILE_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
+LOCAL_CHECKPOINT_FILE_MANAGER = (
+    "io.github.sparkmultijoin.execution.LocalFileSystemCheckpointFileManager")
 
 
 def jar_path() -> str:
@@ -39,7 +42,11 @@ def configure_spark_with_multijoin(builder: SparkSession.Builder) -> SparkSessio
     what is already there, and sets the RocksDB state store provider unless one was chosen
     (the multi-join keeps its state in column families). Unless set, it also turns on RocksDB's
     changelog checkpointing: a commit then writes the batch's changes rather than a snapshot of
-    the store, which Spark supports on new and existing checkpoints alike. The extension starts
+    the store, which Spark supports on new and existing checkpoints alike. Unless a checkpoint
+    file manager is set, it sets one that writes checkpoints on the local file system without
+    starting a process per file (Hadoop's local file system does without its native library,
+    which pyspark does not ship) and leaves every other file system to Spark's default; it
+    applies to every streaming query of the session. The extension starts
     disabled: turn it on with `spark.conf.set("multi-join.enabled", True)` or
     `multi_join(spark).enabled = True`.
     """
@@ -52,4 +59,6 @@ def configure_spark_with_multijoin(builder: SparkSession.Builder) -> SparkSessio
         builder = builder.config(_PROVIDER, ROCKSDB_PROVIDER)
     if CHANGELOG_CHECKPOINTING not in options:
         builder = builder.config(CHANGELOG_CHECKPOINTING, "true")
+    if CHECKPOINT_FILE_MANAGER not in options:
+        builder = builder.config(CHECKPOINT_FILE_MANAGER, LOCAL_CHECKPOINT_FILE_MANAGER)
     return builder

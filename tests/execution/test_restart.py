@@ -116,6 +116,29 @@ def test_restart_keeps_the_checkpoints_partitions(spark, tmp_path):
     assert _state_partitions(spark, tmp_path / "ckpt") == [2]
 
 
+def test_a_batch_run_again_writes_its_state_anew(spark, tmp_path):
+    """Spark runs a batch again where its end did not reach the commit log (a crash after the
+    state stores committed): each store writes that batch's changelog over the one there, through
+    the checkpoint file manager that the Python helper sets for the local file system (the
+    session's; its overwriting is compared with Spark's default manager's in the Scala suite)."""
+    inputs = keyed_inputs(tmp_path / "inputs", 3, seed=6)
+    run_to_parquet(spark, inputs, join_on_k, enabled=True, checkpoint=tmp_path / "ckpt",
+                   output=tmp_path / "out")
+    commits = tmp_path / "ckpt" / "commits"
+    last = max(int(entry.name) for entry in commits.iterdir() if entry.name.isdigit())
+    (commits / str(last)).unlink()
+    for i in range(3):
+        inputs.write_batch(i, 2, [{"k": k, f"v{i}": 20 + k} for k in range(4)])
+    progress = run_to_parquet(spark, inputs, join_on_k, enabled=True,
+                              checkpoint=tmp_path / "ckpt", output=tmp_path / "out")
+
+    assert progress["batchId"] == last + 1
+    assert _multi_join_rows(spark, tmp_path / "out") == batch_rows(spark, inputs, join_on_k)
+    assert [entry["numRowsTotal"] for entry in progress["stateOperators"]] == [3 * (12 + 4)]
+    # Every write reached its file: a write whose rename failed leaves its temporary file.
+    assert sorted(path.name for path in (tmp_path / "ckpt").rglob("*.tmp")) == []
+
+
 def test_new_checkpoint_takes_the_sessions_partitions(spark, tmp_path):
     inputs = keyed_inputs(tmp_path / "inputs", 3, seed=5, n_batches=1)
     run_to_parquet(spark, inputs, join_on_k, enabled=True, checkpoint=tmp_path / "ckpt",

@@ -1,0 +1,81 @@
+package io.github.sparkmultijoin.execution
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.{FileStatus, FSDataInputStream, LocalFileSystem, Path, PathFilter, RawLocalFileSystem}
+
+import org.apache.spark.sql.execution.streaming.checkpointing.{CheckpointFileManager, FileSystemBasedCheckpointFileManager}
+import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.CancellableFSDataOutputStream
+import org.apache.spark.sql.internal.SQLConf
+
+/**
+ * The checkpoint file manager Spark would choose, except on the local file system, where it is
+ * Spark's FileSystem-based one: the same files, written without starting a process per file.
+ *
+ * Why: without Hadoop's native library (pip's pyspark ships none), the local file system that
+ * Spark's default manager writes through (Hadoop's `FileContext`) starts a `readlink` process for
+ * every file status a rename checks and a `chmod` for every file it creates, several for each
+ * file written atomically. Every micro-batch writes such files: offset, commit and file source
+ * log entries, and a changelog per state store partition. Counted with JFR, that was 121 to 163
+ * process starts a micro-batch, about half of its time (the README's "Where a micro-batch's time
+ * goes").
+ *
+ * The guarantees on the local file system are the same: a `FileContext` rename there (Hadoop's
+ * `AbstractFileSystem.renameInternal`, which the local file system does not override) looks up
+ * the destination, deletes it where it may overwrite it, and then renames, as this manager does;
+ * both end in one `rename(2)`. On every other file system nothing changes: Spark's own choice,
+ * `FileContext` where the file system has one, which is what gives HDFS atomic renames.
+ *
+ * Enabled by `spark.sql.streaming.checkpointFileManagerClass` (the Python helper sets it unless
+ * it is set). It applies to every streaming query of the session, as that setting does.
+ */
+class LocalFileSystemCheckpointFileManager(path: Path, hadoopConf: Configuration)
+  extends CheckpointFileManager {
+
+  /** The manager that does the work (visible for tests). */
+  private[execution] val delegate: CheckpointFileManager = path.getFileSystem(hadoopConf) match {
+    case _: LocalFileSystem | _: RawLocalFileSystem =>
+      new OverwritingFileSystemCheckpointFileManager(path, hadoopConf)
+    case _ =>
+      val sparksChoice = new Configuration(hadoopConf)
+      sparksChoice.unset(SQLConf.STREAMING_CHECKPOINT_FILE_MANAGER_CLASS.parent.key)
+      CheckpointFileManager.create(path, sparksChoice)
+  }
+
+  override def createAtomic(
+      path: Path,
+      overwriteIfPossible: Boolean): CancellableFSDataOutputStream =
+    delegate.createAtomic(path, overwriteIfPossible)
+
+  override def open(path: Path): FSDataInputStream = delegate.open(path)
+
+  override def list(path: Path, filter: PathFilter): Array[FileStatus] =
+    delegate.list(path, filter)
+
+  override def mkdirs(path: Path): Unit = delegate.mkdirs(path)
+
+  override def exists(path: Path): Boolean = delegate.exists(path)
+
+  override def delete(path: Path): Unit = delegate.delete(path)
+
+  override def isLocal: Boolean = delegate.isLocal
+
+  override def createCheckpointDirectory(): Path = delegate.createCheckpointDirectory()
+
+  override def close(): Unit = delegate.close()
+}
+
+/**
+ * Spark's FileSystem-based manager, overwriting as Spark's default manager does on the local file
+ * system: it deletes the file, then renames. The local file system that pyspark's jars register
+ * (Hive's `ProxyLocalFileSystem`) does not rename over an existing file, and the FileSystem-based
+ * manager takes the `false` it returns as done: the old file stays and the new one is left behind
+ * as a temporary file. Spark overwrites a state store's changelog when it runs a batch again.
+ */
+private class OverwritingFileSystemCheckpointFileManager(path: Path, hadoopConf: Configuration)
+  extends FileSystemBasedCheckpointFileManager(path, hadoopConf) {
+
+  override def renameTempFile(srcPath: Path, dstPath: Path, overwriteIfPossible: Boolean): Unit = {
+    if (overwriteIfPossible) fs.delete(dstPath, false)
+    super.renameTempFile(srcPath, dstPath, overwriteIfPossible)
+  }
+}
