@@ -118,9 +118,10 @@ def test_restart_keeps_the_checkpoints_partitions(spark, tmp_path):
 
 def test_a_batch_run_again_writes_its_state_anew(spark, tmp_path):
     """Spark runs a batch again where its end did not reach the commit log (a crash after the
-    state stores committed): each store writes that batch's changelog over the one there, through
-    the checkpoint file manager that the Python helper sets for the local file system (the
-    session's; its overwriting is compared with Spark's default manager's in the Scala suite)."""
+    state stores committed), here with the checkpoint file manager that the Python helper sets
+    for the local file system. The stores keep the changelogs they wrote for that batch (seen:
+    the same files, untouched), so nothing is written over an existing file here; the manager's
+    overwriting is compared with Spark's default manager's in the Scala suite."""
     inputs = keyed_inputs(tmp_path / "inputs", 3, seed=6)
     run_to_parquet(spark, inputs, join_on_k, enabled=True, checkpoint=tmp_path / "ckpt",
                    output=tmp_path / "out")
