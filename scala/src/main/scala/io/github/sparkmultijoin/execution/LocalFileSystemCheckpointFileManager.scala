@@ -69,7 +69,8 @@ class LocalFileSystemCheckpointFileManager(path: Path, hadoopConf: Configuration
  * system: it deletes the file, then renames. The local file system that pyspark's jars register
  * (Hive's `ProxyLocalFileSystem`) does not rename over an existing file, and the FileSystem-based
  * manager takes the `false` it returns as done: the old file stays and the new one is left behind
- * as a temporary file. Spark overwrites a state store's changelog when it runs a batch again.
+ * as a temporary file. Spark writes every state store changelog as a file it may overwrite, as
+ * when a task of a version already committed runs again.
  */
 private class OverwritingFileSystemCheckpointFileManager(path: Path, hadoopConf: Configuration)
   extends FileSystemBasedCheckpointFileManager(path, hadoopConf) {
