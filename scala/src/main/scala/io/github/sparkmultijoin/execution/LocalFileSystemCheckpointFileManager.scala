@@ -1,7 +1,15 @@
 package io.github.sparkmultijoin.execution
 
+import java.net.URI
+import java.nio.file.{FileSystems, Files}
+import java.nio.file.attribute.PosixFilePermission
+
+import scala.jdk.CollectionConverters._
+
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FileStatus, FSDataInputStream, LocalFileSystem, Path, PathFilter, RawLocalFileSystem}
+import org.apache.hadoop.fs.{FileStatus, FileSystem, FSDataInputStream, LocalFileSystem, Path, PathFilter, RawLocalFileSystem}
+import org.apache.hadoop.fs.permission.{FsAction, FsPermission}
+import org.apache.hadoop.io.nativeio.NativeIO
 
 import org.apache.spark.sql.execution.streaming.checkpointing.{CheckpointFileManager, FileSystemBasedCheckpointFileManager}
 import org.apache.spark.sql.execution.streaming.checkpointing.CheckpointFileManager.CancellableFSDataOutputStream
@@ -17,7 +25,8 @@ import org.apache.spark.sql.internal.SQLConf
  * file written atomically. Every micro-batch writes such files: offset, commit and file source
  * log entries, and a changelog per state store partition. Counted with JFR, that was 121 to 163
  * process starts a micro-batch, about half of its time (the README's "Where a micro-batch's time
- * goes").
+ * goes"). Hadoop's `FileSystem` API starts no `readlink`, and this manager's file system sets
+ * permissions through java.nio (see [[NioPermissionRawLocalFileSystem]]), so no `chmod` either.
  *
  * The guarantees on the local file system are the same: a `FileContext` rename there (Hadoop's
  * `AbstractFileSystem.renameInternal`, which the local file system does not override) looks up
@@ -75,8 +84,62 @@ class LocalFileSystemCheckpointFileManager(path: Path, hadoopConf: Configuration
 private class OverwritingFileSystemCheckpointFileManager(path: Path, hadoopConf: Configuration)
   extends FileSystemBasedCheckpointFileManager(path, hadoopConf) {
 
+  // Hadoop's checksummed local file system, as the one registered for `file:`, over a raw one
+  // that sets permissions without a process. Not Hadoop's cached instance: that one is shared.
+  override protected val fs: FileSystem = {
+    val local = new LocalFileSystem(new NioPermissionRawLocalFileSystem)
+    local.initialize(URI.create("file:///"), hadoopConf)
+    local
+  }
+
   override def renameTempFile(srcPath: Path, dstPath: Path, overwriteIfPossible: Boolean): Unit = {
     if (overwriteIfPossible) fs.delete(dstPath, false)
     super.renameTempFile(srcPath, dstPath, overwriteIfPossible)
+  }
+}
+
+/**
+ * Hadoop's raw local file system, setting permissions through java.nio where Hadoop would start
+ * a `chmod` process: without its native library, Hadoop sets the permission of every file it
+ * creates, and of every folder it creates with one, that way. A checkpoint file is two files,
+ * the file and its checksum, so two processes, about 27 a micro-batch in the benchmark's star.
+ *
+ * The permission set is the same: `chmod` and `Files.setPosixFilePermissions` both follow links
+ * and set the nine permission bits. Hadoop's own path is kept where java.nio has no equivalent:
+ * with the native library (no process then either), on a file system without POSIX attributes,
+ * and for a sticky bit.
+ */
+private[execution] class NioPermissionRawLocalFileSystem extends RawLocalFileSystem {
+
+  override def setPermission(p: Path, permission: FsPermission): Unit = {
+    if (NativeIO.isAvailable || !NioPermissionRawLocalFileSystem.posix ||
+        permission.getStickyBit) {
+      super.setPermission(p, permission)
+    } else {
+      Files.setPosixFilePermissions(pathToFile(p).toPath,
+        NioPermissionRawLocalFileSystem.posixPermissions(permission).asJava)
+    }
+  }
+}
+
+private[execution] object NioPermissionRawLocalFileSystem {
+
+  private val posix = FileSystems.getDefault.supportedFileAttributeViews.contains("posix")
+
+  import PosixFilePermission._
+
+  /** Each class's (user, group, others) read, write and execute permissions, in that order. */
+  private val byClass = Seq(
+    (OWNER_READ, OWNER_WRITE, OWNER_EXECUTE),
+    (GROUP_READ, GROUP_WRITE, GROUP_EXECUTE),
+    (OTHERS_READ, OTHERS_WRITE, OTHERS_EXECUTE))
+
+  def posixPermissions(permission: FsPermission): Set[PosixFilePermission] = {
+    val actions = Seq(permission.getUserAction, permission.getGroupAction,
+      permission.getOtherAction)
+    actions.zip(byClass).flatMap { case (action, (read, write, execute)) =>
+      Seq(FsAction.READ -> read, FsAction.WRITE -> write, FsAction.EXECUTE -> execute)
+        .collect { case (granted, posixPermission) if action.implies(granted) => posixPermission }
+    }.toSet
   }
 }

@@ -1,14 +1,18 @@
 package io.github.sparkmultijoin.execution
 
 import java.io.File
+import java.net.URI
 import java.nio.charset.StandardCharsets.UTF_8
+import java.nio.file.Files
+import java.nio.file.attribute.PosixFilePermissions
 
 import scala.collection.mutable.ArrayBuffer
-import scala.util.Try
+import scala.util.{Random, Try}
 
 import io.github.sparkmultijoin.MultiJoinSuiteBase
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FileAlreadyExistsException, Path}
+import org.apache.hadoop.fs.{FileAlreadyExistsException, Path, RawLocalFileSystem}
+import org.apache.hadoop.fs.permission.FsPermission
 import org.apache.hadoop.io.IOUtils
 
 import org.apache.spark.sql.execution.streaming.checkpointing.{CheckpointFileManager, FileContextBasedCheckpointFileManager, FileSystemBasedCheckpointFileManager}
@@ -92,5 +96,46 @@ class LocalFileSystemCheckpointFileManagerSuite extends MultiJoinSuiteBase {
         expected.contains("v3, over it: ok, reads v3, files temp 0") &&
         expected.contains("v4, cancelled: ok, reads v3, files temp 0") &&
         expected.last == "v5, over nothing: ok, reads v5, files temp 0", expected)
+  }
+
+  test("permissions are set as Hadoop's own local file system sets them, with its chmod") {
+    def initialized(fs: RawLocalFileSystem): RawLocalFileSystem = {
+      fs.initialize(URI.create("file:///"), new Configuration())
+      fs
+    }
+    val ours = initialized(new NioPermissionRawLocalFileSystem)
+    val hadoops = initialized(new RawLocalFileSystem)
+    val random = new Random(15)
+    val modes =
+      (Seq(0, 0x180, 0x1a4, 0x1c0, 0x1ed, 0x1ff) ++ Seq.fill(20)(random.nextInt(0x200))).distinct
+    withTempDir { dir =>
+      for (mode <- modes) {
+        val set = Seq(ours -> "ours", hadoops -> "hadoop's").map { case (fs, name) =>
+          val file = new File(dir, s"$name-$mode")
+          assert(file.createNewFile())
+          fs.setPermission(new Path(file.toURI), new FsPermission(mode.toShort))
+          PosixFilePermissions.toString(Files.getPosixFilePermissions(file.toPath))
+        }
+        assert(set.distinct.size == 1, s"mode ${mode.toOctalString}: ours, Hadoop's: $set")
+      }
+    }
+  }
+
+  test("a file is written with the checksum file and permissions Hadoop's FileSystem gives") {
+    /** Each file's name and permissions after `manager` wrote one log entry in `dir`. */
+    def written(manager: CheckpointFileManager, dir: File): Seq[String] = {
+      val out = manager.createAtomic(new Path(dir.toURI.toString, "0"), overwriteIfPossible = false)
+      out.write("v1".getBytes(UTF_8))
+      out.close()
+      dir.listFiles().toSeq.map(file =>
+        s"${file.getName} ${PosixFilePermissions.toString(Files.getPosixFilePermissions(
+          file.toPath))}").sorted
+    }
+    val expected = withTempDir(dir =>
+      written(new FileSystemBasedCheckpointFileManager(new Path(dir.toURI), new Configuration()),
+        dir))
+    val actual = withTempDir(dir => written(managerFor(dir.toURI.toString), dir))
+    assert(actual == expected)
+    assert(expected.map(_.split(" ").head) == Seq(".0.crc", "0"), expected)
   }
 }
