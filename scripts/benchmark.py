@@ -243,9 +243,13 @@ def median_and_best(runs: list[float]) -> tuple[float, float]:
 
 
 def run_to_end(frame: DataFrame, checkpoint: Path) -> list[dict]:
-    """Runs `frame` to the end of its inputs on a new checkpoint; its progress, per batch."""
-    shutil.rmtree(checkpoint, ignore_errors=True)
-    query = (frame.writeStream.format("noop").option("checkpointLocation", str(checkpoint))
+    """Runs `frame` to the end of its inputs on a new checkpoint under `checkpoint`; its
+    progress, per batch. A new folder each run, not the last run's emptied: the state store's
+    maintenance may still write to the last one after its query stopped. The benchmark deletes
+    them all when it starts."""
+    checkpoint.mkdir(parents=True, exist_ok=True)
+    location = tempfile.mkdtemp(prefix="run_", dir=checkpoint)
+    query = (frame.writeStream.format("noop").option("checkpointLocation", location)
              .trigger(availableNow=True).start())
     query.awaitTermination()
     return [json.loads(p.json) for p in query.recentProgress]
