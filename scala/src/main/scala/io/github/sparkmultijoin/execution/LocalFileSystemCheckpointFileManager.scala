@@ -113,7 +113,7 @@ private[execution] class NioPermissionRawLocalFileSystem extends RawLocalFileSys
 
   override def setPermission(p: Path, permission: FsPermission): Unit = {
     if (NativeIO.isAvailable || !NioPermissionRawLocalFileSystem.posix ||
-        permission.getStickyBit) {
+      permission.getStickyBit) {
       super.setPermission(p, permission)
     } else {
       Files.setPosixFilePermissions(pathToFile(p).toPath,

@@ -98,6 +98,9 @@ class LocalFileSystemCheckpointFileManagerSuite extends MultiJoinSuiteBase {
         expected.last == "v5, over nothing: ok, reads v5, files temp 0", expected)
   }
 
+  private def permissions(file: File): String =
+    PosixFilePermissions.toString(Files.getPosixFilePermissions(file.toPath))
+
   test("permissions are set as Hadoop's own local file system sets them, with its chmod") {
     def initialized(fs: RawLocalFileSystem): RawLocalFileSystem = {
       fs.initialize(URI.create("file:///"), new Configuration())
@@ -114,7 +117,7 @@ class LocalFileSystemCheckpointFileManagerSuite extends MultiJoinSuiteBase {
           val file = new File(dir, s"$name-$mode")
           assert(file.createNewFile())
           fs.setPermission(new Path(file.toURI), new FsPermission(mode.toShort))
-          PosixFilePermissions.toString(Files.getPosixFilePermissions(file.toPath))
+          permissions(file)
         }
         assert(set.distinct.size == 1, s"mode ${mode.toOctalString}: ours, Hadoop's: $set")
       }
@@ -122,14 +125,13 @@ class LocalFileSystemCheckpointFileManagerSuite extends MultiJoinSuiteBase {
   }
 
   test("a file is written with the checksum file and permissions Hadoop's FileSystem gives") {
+
     /** Each file's name and permissions after `manager` wrote one log entry in `dir`. */
     def written(manager: CheckpointFileManager, dir: File): Seq[String] = {
       val out = manager.createAtomic(new Path(dir.toURI.toString, "0"), overwriteIfPossible = false)
       out.write("v1".getBytes(UTF_8))
       out.close()
-      dir.listFiles().toSeq.map(file =>
-        s"${file.getName} ${PosixFilePermissions.toString(Files.getPosixFilePermissions(
-          file.toPath))}").sorted
+      dir.listFiles().toSeq.map(file => s"${file.getName} ${permissions(file)}").sorted
     }
     val expected = withTempDir(dir =>
       written(new FileSystemBasedCheckpointFileManager(new Path(dir.toURI), new Configuration()),
