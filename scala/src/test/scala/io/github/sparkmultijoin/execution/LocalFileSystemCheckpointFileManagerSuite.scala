@@ -109,8 +109,8 @@ class LocalFileSystemCheckpointFileManagerSuite extends MultiJoinSuiteBase {
     val ours = initialized(new NioPermissionRawLocalFileSystem)
     val hadoops = initialized(new RawLocalFileSystem)
     val random = new Random(15)
-    val modes =
-      (Seq(0, 0x180, 0x1a4, 0x1c0, 0x1ed, 0x1ff) ++ Seq.fill(20)(random.nextInt(0x200))).distinct
+    val usual = Seq("000", "600", "644", "700", "755", "777").map(Integer.parseInt(_, 8))
+    val modes = (usual ++ Seq.fill(20)(random.nextInt(Integer.parseInt("1000", 8)))).distinct
     withTempDir { dir =>
       for (mode <- modes) {
         val set = Seq(ours -> "ours", hadoops -> "hadoop's").map { case (fs, name) =>
