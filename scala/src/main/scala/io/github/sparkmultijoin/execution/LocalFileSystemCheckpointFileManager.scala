@@ -28,11 +28,13 @@ import org.apache.spark.sql.internal.SQLConf
  * goes"). Hadoop's `FileSystem` API starts no `readlink`, and this manager's file system sets
  * permissions through java.nio (see [[NioPermissionRawLocalFileSystem]]), so no `chmod` either.
  *
- * The guarantees on the local file system are the same: a `FileContext` rename there (Hadoop's
- * `AbstractFileSystem.renameInternal`, which the local file system does not override) looks up
- * the destination, deletes it where it may overwrite it, and then renames, as this manager does;
- * both end in one `rename(2)`. On every other file system nothing changes: Spark's own choice,
- * `FileContext` where the file system has one, which is what gives HDFS atomic renames.
+ * The guarantees on the local file system are the same or stronger: a `FileContext` rename there
+ * (Hadoop's `AbstractFileSystem.renameInternal`, which the local file system does not override)
+ * looks up the destination, deletes it where it may overwrite it, and then renames; this manager
+ * renames over it, one `rename(2)` that replaces the file atomically. Without overwriting, both
+ * check that the destination does not exist and then rename. On every other file system nothing
+ * changes: Spark's own choice, `FileContext` where the file system has one, which is what gives
+ * HDFS atomic renames.
  *
  * Enabled by `spark.sql.streaming.checkpointFileManagerClass` (the Python helper sets it unless
  * it is set). It applies to every streaming query of the session, as that setting does.
@@ -43,7 +45,7 @@ class LocalFileSystemCheckpointFileManager(path: Path, hadoopConf: Configuration
   /** The manager that does the work (visible for tests). */
   private[execution] val delegate: CheckpointFileManager = path.getFileSystem(hadoopConf) match {
     case _: LocalFileSystem | _: RawLocalFileSystem =>
-      new OverwritingFileSystemCheckpointFileManager(path, hadoopConf)
+      new LocalFileSystemBasedCheckpointFileManager(path, hadoopConf)
     case _ =>
       val sparksChoice = new Configuration(hadoopConf)
       sparksChoice.unset(SQLConf.STREAMING_CHECKPOINT_FILE_MANAGER_CLASS.parent.key)
@@ -74,27 +76,22 @@ class LocalFileSystemCheckpointFileManager(path: Path, hadoopConf: Configuration
 }
 
 /**
- * Spark's FileSystem-based manager, overwriting as Spark's default manager does on the local file
- * system: it deletes the file, then renames. The local file system that pyspark's jars register
- * (Hive's `ProxyLocalFileSystem`) does not rename over an existing file, and the FileSystem-based
- * manager takes the `false` it returns as done: the old file stays and the new one is left behind
- * as a temporary file. Spark writes every state store changelog as a file it may overwrite, as
- * when a task of a version already committed runs again.
+ * Spark's FileSystem-based manager over a local file system of its own: Hadoop's checksummed one,
+ * as registered for `file:`, over [[NioPermissionRawLocalFileSystem]]. Not the instance Hadoop
+ * caches for `file:`, which the whole session shares: pyspark's jars register Hive's
+ * `ProxyLocalFileSystem` there, whose `rename` returns false over an existing file, and the
+ * FileSystem-based manager takes that `false` as done, so an overwritten file would keep its old
+ * contents (Spark writes every state store changelog as a file it may overwrite, as when a task
+ * of a version already committed runs again). Hadoop's own local file system renames over it, in
+ * one `rename(2)` for the file and one for its checksum.
  */
-private class OverwritingFileSystemCheckpointFileManager(path: Path, hadoopConf: Configuration)
+private class LocalFileSystemBasedCheckpointFileManager(path: Path, hadoopConf: Configuration)
   extends FileSystemBasedCheckpointFileManager(path, hadoopConf) {
 
-  // Hadoop's checksummed local file system, as the one registered for `file:`, over a raw one
-  // that sets permissions without a process. Not Hadoop's cached instance: that one is shared.
   override protected val fs: FileSystem = {
     val local = new LocalFileSystem(new NioPermissionRawLocalFileSystem)
     local.initialize(URI.create("file:///"), hadoopConf)
     local
-  }
-
-  override def renameTempFile(srcPath: Path, dstPath: Path, overwriteIfPossible: Boolean): Unit = {
-    if (overwriteIfPossible) fs.delete(dstPath, false)
-    super.renameTempFile(srcPath, dstPath, overwriteIfPossible)
   }
 }
 
