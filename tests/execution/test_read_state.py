@@ -9,23 +9,25 @@ from pyspark.errors import IllegalArgumentException
 
 from spark_multijoin import read_state
 from support.generators import join_on_k, keyed_inputs
-from support.runs import run_to_parquet
+from support.runs import STATE_STORES, run_to_parquet, session_conf
 
 N_INPUTS = 3
 N_BATCHES = 2
 
 
-@pytest.fixture(scope="module")
-def checkpoint(spark, tmp_path_factory):
-    """An inner chain without time bounds, stopped after its micro-batches: every row with a
-    non-null key is stored, in the micro-batch of its file (one file per trigger)."""
+@pytest.fixture(scope="module", params=sorted(STATE_STORES))
+def checkpoint(spark, tmp_path_factory, request):
+    """An inner chain without time bounds, stopped after its micro-batches, on each state store:
+    every row with a non-null key is stored, in the micro-batch of its file (one file per
+    trigger)."""
     root = tmp_path_factory.mktemp("read_state")
     inputs = keyed_inputs(root / "inputs", N_INPUTS, seed=3, n_batches=N_BATCHES)
     for i in range(N_INPUTS):
         inputs.batches[i][1].append({"k": None, f"v{i}": 7})  # never stored
         inputs.write_batch(i, 1, inputs.batches[i][1])
-    run_to_parquet(spark, inputs, join_on_k, enabled=True, checkpoint=root / "ckpt",
-                   output=root / "out")
+    with session_conf(spark, STATE_STORES[request.param]):
+        run_to_parquet(spark, inputs, join_on_k, enabled=True, checkpoint=root / "ckpt",
+                       output=root / "out")
     return root / "ckpt", inputs
 
 

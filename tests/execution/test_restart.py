@@ -11,7 +11,7 @@ from pyspark.errors import StreamingQueryException
 
 from support.data import Inputs
 from support.generators import join_on_k, keyed_inputs
-from support.runs import batch_rows, run_to_parquet, session_conf
+from support.runs import STATE_STORES, batch_rows, run_to_parquet, session_conf
 
 N_INPUTS = 4
 N_BATCHES = 6
@@ -21,14 +21,15 @@ ROW_CHECKSUMS = {"spark.sql.streaming.stateStore.rowChecksum.enabled": "true",
                  "spark.sql.streaming.stateStore.rowChecksum.readVerificationRatio": "1"}
 
 
-def test_restart_resumes_with_state(spark, tmp_path):
+@pytest.mark.parametrize("store, layout_version", [("rocksdb", 3), ("in-memory", 4)])
+def test_restart_resumes_with_state(spark, tmp_path, store, layout_version):
     rng = random.Random(11)
     inputs = Inputs(tmp_path / "inputs", [f"k int, v{i} int" for i in range(N_INPUTS)])
     batches = [[[{"k": rng.randrange(6), f"v{i}": rng.randrange(100)} for _ in range(5)]
                 for _ in range(N_BATCHES)] for i in range(N_INPUTS)]
 
     def run(checkpoint, output, enabled):
-        with session_conf(spark, ROW_CHECKSUMS):
+        with session_conf(spark, {**ROW_CHECKSUMS, **STATE_STORES[store]}):
             return run_to_parquet(spark, inputs, join_on_k, enabled=enabled,
                                   checkpoint=tmp_path / checkpoint, output=tmp_path / output)
 
@@ -61,7 +62,7 @@ def test_restart_resumes_with_state(spark, tmp_path):
     assert [[(field["name"], field["type"]) for field in schema["fields"]]
             for schema in properties.pop("inputSchemas")] == [
         [("k", "integer"), (f"v{i}", "integer")] for i in range(N_INPUTS)]
-    assert properties == {"stateFormatVersion": 3, "maxTables": None,
+    assert properties == {"stateFormatVersion": layout_version, "maxTables": None,
                           "joinTree": {"parents": [None] * N_INPUTS, "outerOrder": [],
                                        "fullOuter": []},
                           "storeTimes": False}

@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from support.data import Inputs
 from support.generators import build_chain, join_on_k, random_inputs, random_shape
-from support.runs import batch_rows, run_chain_and_multi
+from support.runs import STATE_STORES, batch_rows, run_chain_and_multi, session_conf
 
 # Per seed, how the multi-join takes the files (a micro-batch each, or all in one) and how much
 # of a micro-batch's rows it keeps in memory: all of them, or a few hundred bytes' worth (past
@@ -51,12 +51,31 @@ def test_random_chain_matches_spark_chain_and_batch(spark, tmp_path, seed):
     if files_per_trigger > 1:
         assert len(multi.progress) == 1, "all files in one micro-batch"
 
-    # The state holds the input rows whose key has no null component, and nothing else.
+    assert multi.state_rows("multiJoin") == [stored_rows(shape, inputs)]
+
+
+def stored_rows(shape, inputs):
+    """What the state holds: the input rows whose key has no null component, and nothing else."""
     key_columns = ["k", "g"] if shape.composite_key else ["k"]
-    stored = sum(
+    return sum(
         all(row[f"{column}{i}"] is not None for column in key_columns)
         for i, batches in enumerate(inputs.batches) for batch in batches for row in batch)
-    assert multi.state_rows("multiJoin") == [stored]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_chain_on_the_in_memory_store(spark, tmp_path, seed):
+    """Spark's in-memory store (layout version 4): each of the read modes once."""
+    shape, build, inputs, expected = random_chain(spark, tmp_path, 100 + seed)
+    files_per_trigger, batch_rows_memory = READ_MODES[seed]
+    with session_conf(spark, STATE_STORES["in-memory"]):
+        chain, multi = run_chain_and_multi(
+            spark, inputs, build, tmp_path, chain_in_one_trigger=True,
+            shuffle_partitions=shape.shuffle_partitions,
+            files_per_trigger=files_per_trigger, batch_rows_memory=batch_rows_memory)
+
+    assert multi.rows == chain.rows == expected, shape.describe()
+    assert multi.multi_join_count == 1 and multi.symmetric_join_count == 0, multi.plan
+    assert multi.state_rows("multiJoin") == [stored_rows(shape, inputs)]
 
 
 def test_fan_out_state_is_the_input_rows(spark, tmp_path):

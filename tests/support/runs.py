@@ -7,7 +7,7 @@ emitted. Each query takes its confs when it starts (Spark clones the session for
 Spark's chain is the reference, run with the multi-join disabled: its answer depends neither on
 the state store nor on the number of partitions, and on one partition of Spark's in-memory
 (HDFS-backed) store it runs several times faster than on RocksDB. The multi-join runs as users
-run it, on RocksDB.
+run it, on RocksDB; tests of its in-memory layout run it under `session_conf(STATE_STORES[...])`.
 """
 
 from __future__ import annotations
@@ -81,6 +81,14 @@ def _set_confs(spark: SparkSession, settings: dict[str, object]) -> None:
 _PROVIDER_KEY = "spark.sql.streaming.stateStore.providerClass"
 _REFERENCE_PROVIDER = ("org.apache.spark.sql.execution.streaming.state."
                        "HDFSBackedStateStoreProvider")
+
+
+# The session's state store for the multi-join: the session's own (RocksDB, as the Python helper
+# sets it), or Spark's in-memory store, Spark's default, which takes state layout version 4.
+STATE_STORES: dict[str, dict[str, object]] = {
+    "rocksdb": {},
+    "in-memory": {_PROVIDER_KEY: _REFERENCE_PROVIDER},
+}
 
 
 def multi_join_conf(spark: SparkSession, *, enabled: bool | None,

@@ -4,9 +4,9 @@ import java.util.concurrent.TimeUnit.NANOSECONDS
 
 import scala.util.control.NonFatal
 
-import io.github.sparkmultijoin.analysis.{Conjunct, EventTimeBounds, JoinTree}
+import io.github.sparkmultijoin.analysis.{Conjunct, EventTimeBounds, JoinTree, StateLayout}
 import io.github.sparkmultijoin.execution.StreamingMultiJoinHelper.onExhaustion
-import io.github.sparkmultijoin.execution.state.{MultiJoinStateManager, MultiJoinStateReader}
+import io.github.sparkmultijoin.execution.state.{MultiJoinStateManager, MultiJoinStateReader, OneValuePerKeyRows}
 import io.github.sparkmultijoin.logical.MultiJoin
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -38,9 +38,12 @@ import org.apache.spark.sql.types.StructType
  *     ([[EventTimeBounds]]), and the state is committed.
  * A row at or below the previous batch's watermark is late and dropped, as Spark's joins do.
  *
- * State: see [[MultiJoinStateManager]]; its layout is version [[StateFormatVersion]], recorded
- * in the operator's metadata with what the layout depends on ([[OperatorProperties]]), which a
- * restart checks. Probing and checks: see [[StreamingMultiJoinHelper]].
+ * State: see [[MultiJoinStateManager]]. Its layout is version 3 in RocksDB and 4 in Spark's
+ * in-memory store ([[StateLayout]]); versions 1 (recorded as no version: a family of rows per
+ * input, and a `matched` family of bit masks for outer joins) and 2 (without `matched`) were
+ * RocksDB's before, and the state manager moves their rows into version 3's layout. The version
+ * is recorded in the operator's metadata with what the layout depends on
+ * ([[OperatorProperties]]), which a restart checks. Probing and checks: see [[StreamingMultiJoinHelper]].
  *
  * @param inputs          per input, its columns
  * @param keys            per input, its key expressions (same length and types for all inputs)
@@ -136,10 +139,26 @@ case class StreamingMultiJoinExec(
 
   private def keySchema: StructType = MultiJoinStateManager.keySchema(keys.head.map(_.dataType))
 
+  /**
+   * The state layout of the session's state store, which the rule checked could hold this
+   * operator's state (a restarted query runs on the store its checkpoint was written with).
+   */
+  private lazy val layout: StateLayout = StateLayout.forSession(conf) match {
+    case Right(layout) =>
+      StateLayout.cannotHold(layout, tree, evictionOffsets, stateTtlMs.isDefined)
+        .foreach(reason => throw new IllegalStateException(s"$nodeName cannot run: $reason"))
+      layout
+    case Left(reason) => throw new IllegalStateException(s"$nodeName cannot run: $reason")
+  }
+
   override def getColFamilySchemas(
-      shouldBeNullable: Boolean): Map[String, StateStoreColFamilySchema] =
-    MultiJoinStateManager.columnFamilySchemas(
-      keySchema, inputSchemas, eventTimes.map(_.isDefined), stateTtlMs.isDefined)
+      shouldBeNullable: Boolean): Map[String, StateStoreColFamilySchema] = layout match {
+    case StateLayout.ColumnFamilies => MultiJoinStateManager.columnFamilySchemas(
+        keySchema, inputSchemas, eventTimes.map(_.isDefined), stateTtlMs.isDefined)
+    case StateLayout.OneValuePerKey =>
+      val family = OneValuePerKeyRows.familySchema(keySchema)
+      Map(family.colFamilyName -> family)
+  }
 
   /**
    * On a restart, first compares the operator with the checkpoint's operator metadata
@@ -236,16 +255,8 @@ case class StreamingMultiJoinExec(
    * operator was planned with (this runs while it is planned).
    */
   private def operatorProperties: OperatorProperties = OperatorProperties.planned(
-    StateFormatVersion, MultiJoinConf.maxTables(conf), inputSchemas, tree,
+    layout.formatVersion, MultiJoinConf.maxTables(conf), inputSchemas, tree,
     storeTimes = stateTtlMs.isDefined)
-
-  /**
-   * The version of the state layout ([[MultiJoinStateManager]]). 1 (recorded as no version):
-   * a family of rows per input, and a `matched` family of bit masks for outer joins; 2: without
-   * the `matched` family; 3: one family of every input's rows, by join key, which the state
-   * manager moves version 2's rows into.
-   */
-  private val StateFormatVersion = 3
 
   override def customStatefulOperatorMetrics: Seq[StatefulOperatorCustomMetric] =
     inputs.indices.map { input =>
@@ -289,14 +300,19 @@ case class StreamingMultiJoinExec(
     val batchStartMs = stateTtlMs.map(_ =>
       SparkInternals.batchTimestampMs(session).getOrElse(
         throw new IllegalStateException(s"$nodeName found no start time of its micro-batch")))
-    // Rows live in column families of their own; the store's default family stays empty.
-    val defaultFamilySchema = StructType(Nil).add("unused", "int")
+    val (storeKeySchema, storeValueSchema) = layout match {
+      // Rows live in column families of their own; the store's default family stays empty.
+      case StateLayout.ColumnFamilies => (StructType(Nil).add("unused", "int"),
+          StructType(Nil).add("unused", "int"))
+      case StateLayout.OneValuePerKey =>
+        (OneValuePerKeyRows.storeKeySchema(keySchema), OneValuePerKeyRows.StoreValueSchema)
+    }
     child.execute().mapPartitionsWithStateStore(
-      info, defaultFamilySchema, defaultFamilySchema,
-      NoPrefixKeyStateEncoderSpec(defaultFamilySchema), session.sessionState,
-      Some(SparkInternals.stateStoreCoordinator(session)), useColumnFamilies = true)(
+      info, storeKeySchema, storeValueSchema, NoPrefixKeyStateEncoderSpec(storeKeySchema),
+      session.sessionState, Some(SparkInternals.stateStoreCoordinator(session)),
+      useColumnFamilies = layout == StateLayout.ColumnFamilies)(
       processPartition(info, watermarks.map(_._1), watermarks.map(_._2), batchRowsMemory,
-        batchStartMs))
+        batchStartMs, layout))
   }
 
   private def processPartition(
@@ -304,11 +320,15 @@ case class StreamingMultiJoinExec(
       lateRowsWatermarkMs: Option[Long],
       evictionWatermarkMs: Option[Long],
       batchRowsMemory: Long,
-      batchStartMs: Option[Long])(
+      batchStartMs: Option[Long],
+      layout: StateLayout)(
       store: StateStore,
       taggedRows: Iterator[InternalRow]): Iterator[InternalRow] = {
+    // Only version 3 indexes rows by time: the in-memory layout holds no state removed by time.
+    val indexedTimes =
+      if (layout == StateLayout.ColumnFamilies) timeOrdinals else timeOrdinals.map(_ => None)
     val state = new MultiJoinStateManager(store, keySchema, inputSchemas,
-      timeOrdinals, info.storeVersion, batchRowsMemory, storeTimeMs = batchStartMs)
+      indexedTimes, info.storeVersion, batchRowsMemory, storeTimeMs = batchStartMs, layout)
     TaskContext.get().addTaskCompletionListener[Unit](_ => state.abortIfNotCommitted())
     // A row past its TTL joins nothing from this batch on, so it goes before any row is joined.
     for (ttl <- stateTtlMs; now <- batchStartMs) {

@@ -4,7 +4,7 @@ import java.util.concurrent.ConcurrentHashMap
 
 import scala.collection.mutable
 
-import io.github.sparkmultijoin.analysis.{Conjunct, EventTimeBounds, InputColumns, JoinTree}
+import io.github.sparkmultijoin.analysis.{Conjunct, EventTimeBounds, InputColumns, JoinTree, StateLayout}
 import io.github.sparkmultijoin.logical.{MultiJoin, MultiJoinHint}
 
 import org.apache.spark.internal.Logging
@@ -60,10 +60,6 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
    */
   val FirstOperatorId: Long = 1L << 30
 
-  private val RocksDbProvider = "RocksDBStateStoreProvider"
-  private val ProviderClassKey = "spark.sql.streaming.stateStore.providerClass"
-  private val CheckpointFormatKey = "spark.sql.streaming.stateStore.checkpointFormatVersion"
-
   override def apply(plan: LogicalPlan): LogicalPlan = {
     val (rewritten, notes) = rewrite(plan)
     notes.foreach(logOnce)
@@ -91,17 +87,18 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
         s"(or name a chain's inputs in the ${ResolveMultiJoinHint.HintName} hint).")
       plan
     } else {
-      unsupportedStateStore match {
-        case Some(reason) =>
+      StateLayout.forSession(conf) match {
+        case Left(reason) =>
           notes += Note(s"Streaming joins run as Spark planned them: $reason", isWarning = true)
           plan
-        case None =>
+        case Right(layout) =>
           val nextOperatorId = Iterator.iterate(FirstOperatorId)(_ + 1)
           val readOf = columnsRead(plan)
           plan.transformDown {
             case join: Join if isStreamingChainJoin(join) =>
               val read = Option(readOf.get(join)).getOrElse(join.outputSet)
-              collapse(join, read, nextOperatorId, notes, named) match {
+              collapse(join, read, nextOperatorId, notes, named)
+                .flatMap(collapsed => layoutProblem(collapsed, layout).toLeft(collapsed)) match {
                 case Right(collapsed) => collapsed
                 case Left(reason) => notes += Note(reason); join
               }
@@ -131,21 +128,15 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
     read
   }
 
-  private def unsupportedStateStore: Option[String] = {
-    val provider = conf.getConfString(ProviderClassKey, "")
-    if (!provider.endsWith(RocksDbProvider)) {
-      Some(
-        s"the multi-join keeps its state in RocksDB column families, which need the RocksDB state " +
-          s"store. Set $ProviderClassKey to " +
-          s"org.apache.spark.sql.execution.streaming.state.$RocksDbProvider (the Python helper " +
-          s"configure_spark_with_multijoin does this) for a new query; it is now '$provider'.")
-    } else if (conf.getConfString(CheckpointFormatKey, "1") != "1") {
-      Some(s"the multi-join supports only state store checkpoint format version 1; " +
-        s"$CheckpointFormatKey is ${conf.getConfString(CheckpointFormatKey)}.")
-    } else {
-      None
-    }
-  }
+  /** Why the session's state store cannot hold the state of a multi-join in `collapsed`. */
+  private def layoutProblem(collapsed: LogicalPlan, layout: StateLayout): Option[String] =
+    collapsed.collect { case multiJoin: MultiJoin => multiJoin }.iterator.flatMap { multiJoin =>
+      val conjuncts = Conjunct.all(multiJoin.condition, multiJoin.outerConditions)
+      val offsets = EventTimeBounds.evictionOffsets(
+        multiJoin.children.map(_.output), conjuncts, multiJoin.tree)
+      StateLayout.cannotHold(layout, multiJoin.tree, offsets,
+        MultiJoinConf.stateTtlMs(conf).isDefined)
+    }.nextOption()
 
   private def isStreamingChainJoin(plan: LogicalPlan): Boolean = plan match {
     case Join(left, right, Inner | LeftOuter | RightOuter | FullOuter, _, _) =>

@@ -234,11 +234,23 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
     assert(only.keys.flatten.map(_.dataType).distinct == Seq(BinaryType), only.keys)
   }
 
-  test("a state store other than RocksDB keeps Spark's plan, with a warning naming the conf") {
+  test("Spark's in-memory store takes only state that nothing removes; other stores none") {
     val provider = "spark.sql.streaming.stateStore.providerClass"
     withConf(provider ->
       "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider") {
-      assertKeptAsPlanned(chain(keyed(3)), provider)
+      assert(multiJoins(chain(keyed(3))).map(_.children.length) == Seq(3))
+      val Seq(a, b, c) = timed(3)
+      val bounded = a.join(b, onKeys(1, 0) && within(1, 0, 10))
+        .join(c, onKeys(2, 0) && within(2, 0, 10))
+      assertKeptAsPlanned(bounded,
+        s"this chain has time bounds, which remove rows by time. Set " +
+          s"$provider to org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+      withConf(MultiJoinConf.STATE_TTL.key -> "1h") {
+        assertKeptAsPlanned(chain(keyed(3)), "this chain has a state TTL")
+      }
+    }
+    withConf(provider -> "com.example.MyStateStoreProvider") {
+      assertKeptAsPlanned(chain(keyed(3)), s"$provider is 'com.example.MyStateStoreProvider'")
     }
   }
 

@@ -7,6 +7,8 @@ import scala.collection.mutable.ArrayBuffer
 import scala.jdk.CollectionConverters._
 import scala.reflect.ClassTag
 
+import io.github.sparkmultijoin.analysis.StateLayout
+
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{BoundReference, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, NoPrefixKeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec, RangeKeyScanStateEncoderSpec, StateStore, StateStoreColFamilySchema}
@@ -35,6 +37,11 @@ import org.apache.spark.sql.types.{BinaryType, BooleanType, DataType, IntegerTyp
  * Nothing but input rows and their index is stored: which outer inputs a row matched is read
  * from the rows themselves when it is needed.
  *
+ * Version 4, for Spark's in-memory state store ([[StateLayout.OneValuePerKey]]), which has no
+ * column families, several values per key or order: the same values as `rows` and `rowCounts`,
+ * each key's rows as one array ([[OneValuePerKeyRows]]), and no time indexes. It holds only
+ * state that nothing removes by time, which the rule checks before it picks the store's layout.
+ *
  * Version 2 kept each input's rows in a family of their own, `input<i>`, keyed by the row's id,
  * and read an input's rows under a key with a prefix scan: one per input and key, each a new
  * RocksDB iterator. A store that still has such a family has its rows moved into `rows` when it
@@ -57,7 +64,7 @@ import org.apache.spark.sql.types.{BinaryType, BooleanType, DataType, IntegerTyp
  * and the read Spark makes to count keys. A key that gets a row from each of five inputs in a
  * batch is written once instead of five times.
  *
- * @param store         the partition's state store, opened with column families
+ * @param store         the partition's state store, opened as `layout` needs
  * @param keySchema     the join key's schema, the same for all inputs
  * @param inputSchemas  the schema of each input's rows
  * @param timeOrdinals  per input, the ordinal of its event time in its rows, if it has one
@@ -66,6 +73,7 @@ import org.apache.spark.sql.types.{BinaryType, BooleanType, DataType, IntegerTyp
  *                      and how much to hold before writing them
  * @param storeTimeMs   with a state TTL, the start time of this batch, which its rows are stored
  *                      with; None without one
+ * @param layout        how the store holds the rows; only version 3's has time indexes
  */
 class MultiJoinStateManager(
     store: StateStore,
@@ -74,16 +82,29 @@ class MultiJoinStateManager(
     timeOrdinals: Seq[Option[Int]],
     batchId: Long,
     batchRowsMemoryBytes: Long,
-    storeTimeMs: Option[Long] = None) {
+    storeTimeMs: Option[Long] = None,
+    layout: StateLayout = StateLayout.ColumnFamilies) {
 
   import MultiJoinStateManager._
 
-  columnFamilySchemas(keySchema, inputSchemas, timeOrdinals.map(_.isDefined),
-    withStoreTimes = storeTimeMs.isDefined).values.foreach {
-    schema =>
-      store.createColFamilyIfAbsent(schema.colFamilyName, schema.keySchema, schema.valueSchema,
-        schema.keyStateEncoderSpec.get,
-        useMultipleValuesPerKey = schema.colFamilyName == RowsFamily)
+  require(
+    layout == StateLayout.ColumnFamilies ||
+      (timeOrdinals.forall(_.isEmpty) && storeTimeMs.isEmpty),
+    s"state layout $layout has no order to evict or expire rows by")
+
+  if (layout == StateLayout.ColumnFamilies) {
+    columnFamilySchemas(keySchema, inputSchemas, timeOrdinals.map(_.isDefined),
+      withStoreTimes = storeTimeMs.isDefined).values.foreach {
+      schema =>
+        store.createColFamilyIfAbsent(schema.colFamilyName, schema.keySchema, schema.valueSchema,
+          schema.keyStateEncoderSpec.get,
+          useMultipleValuesPerKey = schema.colFamilyName == RowsFamily)
+    }
+  }
+
+  private val storedRows: StoredRows = layout match {
+    case StateLayout.ColumnFamilies => new ColumnFamilyRows(store)
+    case StateLayout.OneValuePerKey => new OneValuePerKeyRows(store, keySchema)
   }
 
   private val numInputs = inputSchemas.length
@@ -107,17 +128,13 @@ class MultiJoinStateManager(
 
   private val storedValue = new GenericInternalRow(StoredRowSchema.length)
   private val storedValueProjection = boundProjection(StoredRowSchema, 0)
-  private val countKey = UnsafeProjection.create(Array[DataType](IntegerType))
-  private val countValue = UnsafeProjection.create(Array[DataType](LongType))
 
   private val timeFamilies = inputSchemas.indices.map(timeFamily).toArray
 
-  moveVersion2Rows()
+  if (layout == StateLayout.ColumnFamilies) moveVersion2Rows()
 
   private var nextRowIndex = 0L
-  private val storedCounts = inputSchemas.indices.map { input =>
-    Option(store.get(countKey(InternalRow(input)), RowCountsFamily)).map(_.getLong(0)).getOrElse(0L)
-  }.toArray
+  private val storedCounts = inputSchemas.indices.map(storedRows.count).toArray
   private var stored = 0L
   private var evicted = 0L
   // What reading stored rows costs: one point lookup per key read from the store.
@@ -186,7 +203,7 @@ class MultiJoinStateManager(
   /** The values of `rows` under `key`, not copied: each is read before the next is. */
   private def storedValues(key: UnsafeRow): Iterator[UnsafeRow] = {
     writeAppendedRows()
-    store.valuesIterator(key, RowsFamily)
+    storedRows.under(key)
   }
 
   /**
@@ -195,7 +212,7 @@ class MultiJoinStateManager(
    */
   private[state] def writeAppendedRows(): Unit = if (keysWithUnwrittenRows.nonEmpty) {
     keysWithUnwrittenRows.foreach { batchKey =>
-      store.mergeList(batchKey.key, batchKey.unwrittenRows.toArray, RowsFamily)
+      storedRows.add(batchKey.key, batchKey.unwrittenRows.toArray)
       batchKey.unwrittenRows.clear()
     }
     keysWithUnwrittenRows.clear()
@@ -341,7 +358,7 @@ class MultiJoinStateManager(
       val (gone, kept) =
         storedValues(key).map(_.copy()).toArray.partition(v => ids.contains(idOf(v)))
       if (gone.nonEmpty) {
-        if (kept.isEmpty) store.remove(key, RowsFamily) else store.putList(key, kept, RowsFamily)
+        storedRows.replace(key, kept)
         removed ++= gone.map(key -> _)
       }
     }
@@ -423,10 +440,7 @@ class MultiJoinStateManager(
 
   def commit(): Unit = {
     writeAppendedRows()
-    storedCounts.zipWithIndex.foreach { case (count, input) =>
-      store.put(countKey(InternalRow(input)).copy(), countValue(InternalRow(count)),
-        RowCountsFamily)
-    }
+    storedCounts.zipWithIndex.foreach { case (count, input) => storedRows.setCount(input, count) }
     store.commit()
   }
 

@@ -4,6 +4,7 @@ import java.util.UUID
 
 import scala.util.Try
 
+import io.github.sparkmultijoin.analysis.StateLayout
 import io.github.sparkmultijoin.execution.OperatorProperties
 import io.github.sparkmultijoin.logical.MultiJoin
 import org.apache.hadoop.conf.Configuration
@@ -12,7 +13,7 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow, UnsafeProjection}
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, OperatorStateMetadata, OperatorStateMetadataReader, OperatorStateMetadataV2, StateSchemaCompatibilityChecker, StateStore, StateStoreColFamilySchema, StateStoreConf, StateStoreId, StateStoreProvider, StateStoreProviderId}
 import org.apache.spark.sql.multijoin.SparkInternals
 import org.apache.spark.sql.types.{IntegerType, LongType, StructType}
@@ -32,8 +33,10 @@ import org.apache.spark.util.SerializableConfiguration
  * opens the stores itself, as Spark's StatePartitionReader does for column families: one task
  * per state partition loads the RocksDB store at the batch's version, registers the family of
  * rows with the schemas the checkpoint's schema file records, iterates it keeping the input's
- * rows, and aborts (nothing is written). The input's columns come from the operator metadata's properties
- * ([[OperatorProperties]]).
+ * rows, and aborts (nothing is written). A multi-join on Spark's in-memory store (layout version
+ * 4) has one keyspace, which the store opens with the schemas its schema file records, and its
+ * rows are read from every key's array. The input's columns and the layout's version come from
+ * the operator metadata's properties ([[OperatorProperties]]).
  */
 object MultiJoinStateReader {
 
@@ -62,11 +65,13 @@ object MultiJoinStateReader {
     val serializedConf = new SerializableConfiguration(hadoopConf)
     val stateLocation = new Path(checkpoint, "state").toString
     val id = operator.id // the tasks need only the id
+    val inMemory = operator.inMemoryLayout
     val partitions = 0 until operator.numPartitions
     val rows = session.sparkContext.parallelize(partitions, partitions.length).mapPartitions {
       _.flatMap { partition =>
         val storeId = StateStoreId(stateLocation, id, partition)
-        readPartition(storeId, batch, input, families, schema, storeConf, serializedConf.value)
+        readPartition(storeId, batch, input, families, inMemory, schema, storeConf,
+          serializedConf.value)
       }
     }
     SparkInternals.dataFrame(session, rows, schema)
@@ -166,15 +171,20 @@ object MultiJoinStateReader {
       batch: Long,
       input: Int,
       families: Map[String, StateStoreColFamilySchema],
+      inMemory: Boolean,
       schema: StructType,
       storeConf: StateStoreConf,
       hadoopConf: Configuration): Iterator[InternalRow] = {
-    // The store's default family stays empty, as in StreamingMultiJoinExec.
+    // With column families the store's default family stays empty, as in StreamingMultiJoinExec.
     val unused = StructType(Nil).add("unused", "int")
+    val (keySchema, valueSchema) =
+      if (inMemory)
+        (defaultFamily(storeId, families).keySchema, OneValuePerKeyRows.StoreValueSchema)
+      else (unused, unused)
     val provider = StateStoreProvider.createAndInit(
-      StateStoreProviderId(storeId, UUID.randomUUID()), unused, unused,
-      NoPrefixKeyStateEncoderSpec(unused), useColumnFamilies = true, storeConf, hadoopConf,
-      useMultipleValuesPerKey = false, stateSchemaProvider = None)
+      StateStoreProviderId(storeId, UUID.randomUUID()), keySchema, valueSchema,
+      NoPrefixKeyStateEncoderSpec(keySchema), useColumnFamilies = !inMemory, storeConf,
+      hadoopConf, useMultipleValuesPerKey = false, stateSchemaProvider = None)
     // State store version v holds the state after micro-batch v - 1.
     val store = provider.getStore(batch + 1)
     TaskContext.get().addTaskCompletionListener[Unit] { _ =>
@@ -184,12 +194,34 @@ object MultiJoinStateReader {
     val extra = new GenericInternalRow(Array[Any](0L, storeId.partitionId))
     val joined = new JoinedRow
     val project = UnsafeProjection.create(schema)
-    storedRows(store, input, numFields = schema.length - 2, families).map {
+    val numFields = schema.length - 2
+    val rows =
+      if (inMemory) inputRows(OneValuePerKeyRows.all(store), input, numFields)
+      else storedRows(store, input, numFields, families)
+    rows.map {
       case (row, rowBatchId) =>
         extra.setLong(0, rowBatchId)
         project(joined(row, extra))
     }
   }
+
+  private def defaultFamily(
+      storeId: StateStoreId,
+      families: Map[String, StateStoreColFamilySchema]): StateStoreColFamilySchema =
+    families.getOrElse(StateStore.DEFAULT_COL_FAMILY_NAME,
+      throw new IllegalStateException(
+        s"The state schema files of $storeId have no schema for its store: the checkpoint is " +
+          "incomplete."))
+
+  /** The rows of `input` among `values` ([[MultiJoinStateManager.StoredRowSchema]]). */
+  private def inputRows(
+      values: Iterator[UnsafeRow],
+      input: Int,
+      numFields: Int): Iterator[(InternalRow, Long)] =
+    values.filter(_.getInt(MultiJoinStateManager.InputOrdinal) == input).map { value =>
+      (MultiJoinStateManager.storedInputRow(value, numFields),
+        value.getLong(MultiJoinStateManager.BatchIdOrdinal))
+    }
 
   /**
    * `input`'s rows in `store` (of `numFields` columns), each with the batch that stored it: from
@@ -213,12 +245,8 @@ object MultiJoinStateReader {
     val version2Family = MultiJoinStateManager.version2RowFamily(input)
     if (store.allColumnFamilyNames.contains(MultiJoinStateManager.RowsFamily)) {
       register(MultiJoinStateManager.RowsFamily, multipleValues = true)
-      store.iteratorWithMultiValues(MultiJoinStateManager.RowsFamily).map(_.value)
-        .filter(_.getInt(MultiJoinStateManager.InputOrdinal) == input)
-        .map { value =>
-          (MultiJoinStateManager.storedInputRow(value, numFields),
-            value.getLong(MultiJoinStateManager.BatchIdOrdinal))
-        }
+      inputRows(store.iteratorWithMultiValues(MultiJoinStateManager.RowsFamily).map(_.value),
+        input, numFields)
     } else if (store.allColumnFamilyNames.contains(version2Family)) {
       // The row's id: the join key's columns, then batchId and rowIndex.
       val batchIdOrdinal = register(version2Family, multipleValues = false).keySchema.length - 2
@@ -252,8 +280,14 @@ object MultiJoinStateReader {
 
     def numPartitions: Int = store.numPartitions
 
+    private val properties = OperatorProperties.fromJson(metadata.operatorPropertiesJson)
+
+    /** Whether its state is in Spark's in-memory store ([[StateLayout.OneValuePerKey]]). */
+    def inMemoryLayout: Boolean =
+      properties.stateFormatVersion.contains(StateLayout.OneValuePerKey.formatVersion)
+
     private val inputSchemas: Seq[StructType] =
-      OperatorProperties.fromJson(metadata.operatorPropertiesJson).inputSchemas.getOrElse(
+      properties.inputSchemas.getOrElse(
         throw new IllegalArgumentException(s"$describe was written by an earlier version of " +
           "spark-multijoin, which did not record its inputs' columns in the operator metadata: " +
           "run one micro-batch of the query with this version, then read its state."))
