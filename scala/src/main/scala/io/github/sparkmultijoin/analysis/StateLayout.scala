@@ -53,13 +53,14 @@ object StateLayout {
    * Why `layout` cannot hold a multi-join's state, if so: the in-memory layout has no order to
    * evict or expire rows by, so it takes only state that nothing removes.
    *
-   * @param evictionOffsets per input, how far below the watermark its rows are kept
+   * @param evictionOffsets per input, how far below the watermark its rows are kept (derived
+   *                        only for the layout that needs them)
    * @param hasStateTtl     whether the operator would drop rows by a state TTL
    */
   def cannotHold(
       layout: StateLayout,
       tree: JoinTree,
-      evictionOffsets: Seq[Option[Long]],
+      evictionOffsets: => Seq[Option[Long]],
       hasStateTtl: Boolean): Option[String] = layout match {
     case ColumnFamilies => None
     case OneValuePerKey =>

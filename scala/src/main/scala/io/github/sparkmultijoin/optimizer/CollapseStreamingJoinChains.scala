@@ -131,9 +131,8 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
   /** Why the session's state store cannot hold the state of a multi-join in `collapsed`. */
   private def layoutProblem(collapsed: LogicalPlan, layout: StateLayout): Option[String] =
     collapsed.collect { case multiJoin: MultiJoin => multiJoin }.iterator.flatMap { multiJoin =>
-      val conjuncts = Conjunct.all(multiJoin.condition, multiJoin.outerConditions)
-      val offsets = EventTimeBounds.evictionOffsets(
-        multiJoin.children.map(_.output), conjuncts, multiJoin.tree)
+      def offsets = EventTimeBounds.evictionOffsets(multiJoin.children.map(_.output),
+        Conjunct.all(multiJoin.condition, multiJoin.outerConditions), multiJoin.tree)
       StateLayout.cannotHold(layout, multiJoin.tree, offsets,
         MultiJoinConf.stateTtlMs(conf).isDefined)
     }.nextOption()
