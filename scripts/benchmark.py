@@ -601,6 +601,8 @@ def flink_markdown(results: list[dict]) -> list[str]:
     ours = {"micro_batches": "micro-batches", "one_trigger": "one trigger"}
     in_memory = {"in_memory_micro_batches": "micro-batches, multi-join in-memory",
                  "in_memory_one_trigger": "one trigger, multi-join in-memory"}
+    if not any(r.get("in_memory_store") for r in with_flink):
+        in_memory = {}
     columns = [(mode, name, title) for mode in FLINK_MODES
                for name, title in (ours | (in_memory if mode in FLINK_HEAP_MODES else {})).items()]
     heads = [f"{FLINK_MODES[mode]}, {title}" for mode, _, title in columns]

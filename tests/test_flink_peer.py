@@ -94,6 +94,24 @@ def test_benchmark_table_has_flink_columns_only_when_flink_ran():
     assert lines[-3].count("|") == lines[-2].count("|") == lines[-1].count("|")
     assert lines[-1] == "| fanout | 0.90x | 2.25x | 1.40x | 3.50x | 1.60x | 4.00x |"
 
+    # On Spark's in-memory store too: set against Flink's heap modes only (MultiJoin, binary).
+    in_memory = dict(with_flink, in_memory_store={"micro_batches_best_seconds": 1.25,
+                                                  "one_trigger_best_seconds": 0.5})
+    in_memory["flink_ratios"] = benchmark.flink_ratios(in_memory)
+    assert in_memory["flink_ratios"] == {
+        **with_flink["flink_ratios"],
+        "multi_join_over_in_memory_micro_batches": 1.8,
+        "multi_join_over_in_memory_one_trigger": 4.5,
+        "binary_joins_over_in_memory_micro_batches": 3.2,
+        "binary_joins_over_in_memory_one_trigger": 8.0}
+    lines = benchmark.flink_markdown([with_flink, in_memory])
+    assert lines[-4].count("|") == lines[-2].count("|") == lines[-1].count("|") == 12
+    assert "| Flink MultiJoin, micro-batches, multi-join in-memory |" in lines[-4]
+    assert lines[-2] == ("| fanout | 0.90x | 2.25x | - | - | 1.40x | 3.50x | 1.60x | 4.00x | - "
+                         "| - |")
+    assert lines[-1] == ("| fanout | 0.90x | 2.25x | 1.80x | 4.50x | 1.40x | 3.50x | 1.60x | "
+                         "4.00x | 3.20x | 8.00x |")
+
 
 def test_benchmark_fails_where_flink_ran_another_state_backend(monkeypatch):
     benchmark = load_module(SCRIPTS / "benchmark.py")
