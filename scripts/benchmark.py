@@ -36,7 +36,7 @@ ratios against Flink set its best run against the multi-join's best run (of the 
 micro-batches and the five in one trigger), as the issue measured them.
 
 Where the rule runs a workload's join on Spark's in-memory state store (Spark's default
-provider; inner joins whose rows nothing removes by time), the multi-join is also timed on it,
+provider; every workload here), the multi-join is also timed on it,
 three warm runs each in micro-batches and in one trigger, with Spark's deduplication of the same
 rows on that store; its output rows must be the same. Flink's MultiJoin on the heap is that
 run's like-for-like peer, as Flink's in RocksDB is the multi-join's in RocksDB.
@@ -340,11 +340,11 @@ IN_MEMORY_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedS
 
 def on_in_memory_store(spark: SparkSession, workload: Workload, folder: Path,
                        times: int = 3) -> dict | None:
-    """The multi-join on Spark's in-memory state store (Spark's default provider), which holds
-    state that nothing removes by time: over one file per trigger and in one trigger (median
-    and best of `times` warm runs), with Spark's deduplication of the same rows on that store.
-    Flink's MultiJoin keeps its state on the heap by default: this is the like-for-like peer.
-    None where the rule keeps Spark's joins on that store (time bounds, outer joins)."""
+    """The multi-join on Spark's in-memory state store (Spark's default provider): over one
+    file per trigger and in one trigger (median and best of `times` warm runs), with Spark's
+    deduplication of the same rows on that store. Flink's MultiJoin keeps its state on the heap
+    by default: this is the like-for-like peer. None where the rule keeps Spark's joins on that
+    store."""
     multi_join(spark).enabled = True
     files = len(workload.batches[0])
     previous = spark.conf.get(PROVIDER_KEY)

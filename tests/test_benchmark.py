@@ -26,10 +26,9 @@ def test_benchmark_runs_both_modes_and_writes_its_results(spark, tmp_path):
     for result in results:
         assert result["chain"]["output_rows"] == result["multi_join"]["output_rows"] > 0
         assert result["multi_join"]["multi_join_in_plan"]
-    # Spark's in-memory store holds fanout's state, and not time_bounded's (evicted by time).
-    fanout, time_bounded = results
-    assert fanout["in_memory_store"]["output_rows"] == fanout["multi_join"]["output_rows"]
-    assert time_bounded["in_memory_store"] is None
+    # Both ran on Spark's in-memory store too, to the same rows (the benchmark checks them).
+    assert all(r["in_memory_store"]["output_rows"] == r["multi_join"]["output_rows"]
+               for r in results)
     assert (tmp_path / "out" / "state_and_batch_duration.png").stat().st_size > 0
     table = (tmp_path / "out" / "results.md").read_text()
     assert "| fanout |" in table and "| time_bounded |" in table

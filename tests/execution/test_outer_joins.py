@@ -16,7 +16,8 @@ from spark_multijoin._config import ENABLED_KEY
 from support.data import Inputs, timestamp, timestamp_value
 from support.generators import (DELAY, FAR_FUTURE_SECONDS, add_late_rows, bounded_chain,
                                 random_outer_tree, timed_inputs)
-from support.runs import batch_rows, explain, run_chain_and_multi, run_stream, session_conf
+from support.runs import (STATE_STORES, batch_rows, explain, run_chain_and_multi, run_stream,
+                          session_conf)
 
 
 def without_far_rows(rows):
@@ -26,8 +27,11 @@ def without_far_rows(rows):
                        if not any(isinstance(value, int) and value >= 1000 for value in row)})
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_random_outer_tree_matches_the_batch_query(spark, tmp_path, seed):
+# Every seed in RocksDB; half of them on Spark's in-memory store too, which finds the rows that
+# became final, and evicts, by scanning.
+@pytest.mark.parametrize("seed, store", [(seed, "rocksdb") for seed in range(12)]
+                         + [(seed, "in-memory") for seed in range(6)])
+def test_random_outer_tree_matches_the_batch_query(spark, tmp_path, seed, store):
     """Nested LEFT and RIGHT OUTER joins mixed with inner ones, FULL OUTER joins above them, ON
     clauses reading the parent and other inputs joined before, null keys, late rows, several
     micro-batches: the answer is the batch query's, and the state ends as the far-future rows
@@ -44,9 +48,10 @@ def test_random_outer_tree_matches_the_batch_query(spark, tmp_path, seed):
     # on-time rows is the answer), and few of a micro-batch's rows kept in memory.
     late_inputs = rng.sample(range(n_inputs), 2) if seed % 2 else []
     add_late_rows(inputs, late_inputs)
-    multi = run_stream(spark, inputs, tree.build, enabled=True, checkpoint=tmp_path / "on",
-                       shuffle_partitions=rng.choice([1, 3]),
-                       batch_rows_memory="32m" if seed % 2 == 0 else "300b")
+    with session_conf(spark, STATE_STORES[store]):
+        multi = run_stream(spark, inputs, tree.build, enabled=True, checkpoint=tmp_path / "on",
+                           shuffle_partitions=rng.choice([1, 3]),
+                           batch_rows_memory="32m" if seed % 2 == 0 else "300b")
     expected = without_far_rows(batch_rows(spark, on_time, tree.build))
     assert any(None in row for row in expected), "some rows should be padded: " + tree.describe()
     assert multi.state_metric_total("numRowsDroppedByWatermark") == 4 * len(late_inputs)

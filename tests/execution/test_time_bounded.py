@@ -18,8 +18,8 @@ from pyspark.sql import functions as F
 from support.data import timestamp_value
 from support.generators import (DELAY, FAR_FUTURE_SECONDS, add_late_rows, bounded_chain,
                                 random_bounds, timed_inputs)
-from support.runs import (batch_rows, run_chain_and_multi, run_stream, start_reference,
-                          start_stream)
+from support.runs import (STATE_STORES, batch_rows, run_chain_and_multi, run_stream,
+                          session_conf, start_reference, start_stream)
 
 
 def test_general_shape_fails_in_spark_and_runs_here(spark, tmp_path):
@@ -37,8 +37,10 @@ def test_general_shape_fails_in_spark_and_runs_here(spark, tmp_path):
     assert multi.state_rows("multiJoin") == [6], "only the far-future rows stay"
 
 
-@pytest.mark.parametrize("seed", range(8))
-def test_random_time_bounded_chain(spark, tmp_path, seed):
+# Every seed in RocksDB; half of them on Spark's in-memory store too, which evicts by scanning.
+@pytest.mark.parametrize("seed, store", [(seed, "rocksdb") for seed in range(8)]
+                         + [(seed, "in-memory") for seed in (0, 1, 2, 3)])
+def test_random_time_bounded_chain(spark, tmp_path, seed, store):
     rng = random.Random(100 + seed)
     n_inputs = 3 + seed % 4
     star = seed % 2 == 0
@@ -49,11 +51,13 @@ def test_random_time_bounded_chain(spark, tmp_path, seed):
     description = f"parents={parents} bounds={bounds}"
 
     # Seeds 2, 3, 6, 7 keep few of a micro-batch's rows in memory, reading the rest from state.
-    multi = start_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on",
-                         shuffle_partitions=rng.choice([1, 3]),
-                         batch_rows_memory="300b" if seed % 4 >= 2 else "32m")
+    with session_conf(spark, STATE_STORES[store]):
+        multi = start_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on",
+                             shuffle_partitions=rng.choice([1, 3]),
+                             batch_rows_memory="300b" if seed % 4 >= 2 else "32m")
     chain = start_reference(spark, inputs, build, tmp_path / "off") if star else None
     multi = multi.finish()
+    assert multi.multi_join_count == 1, multi.plan
     assert multi.rows == batch_rows(spark, inputs, build), description
     assert multi.state_rows("multiJoin") == [2 * n_inputs], description
     removed = multi.state_metric_total("numRowsRemoved")

@@ -19,8 +19,8 @@ import org.apache.spark.sql.multijoin.MultiJoinConf
  *   spark.conf.set("multi-join.enabled", true)
  * }}}
  * and from Python with `configure_spark_with_multijoin(builder)` from `spark_multijoin`, which
- * also adds the jar and the state store provider. (On Spark's default, in-memory store the rule
- * fuses only inner chains whose rows nothing removes by time.)
+ * also adds the jar and the RocksDB state store provider. (Spark's default, in-memory store
+ * serves too, without `multi-join.state-ttl`.)
  *
  * Order: the analyzer rule takes the MULTI_JOIN hint while its names still mean something (Spark
  * drops unknown hints after resolution, and the optimizer drops the aliases that carry the

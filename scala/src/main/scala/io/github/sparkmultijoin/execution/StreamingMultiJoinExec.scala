@@ -140,16 +140,11 @@ case class StreamingMultiJoinExec(
   private def keySchema: StructType = MultiJoinStateManager.keySchema(keys.head.map(_.dataType))
 
   /**
-   * The state layout of the session's state store, which the rule checked could hold this
-   * operator's state (a restarted query runs on the store its checkpoint was written with).
+   * The state layout for the session's state store, which the rule checked there is (a
+   * restarted query runs on the store its checkpoint was written with).
    */
-  private lazy val layout: StateLayout = StateLayout.forSession(conf) match {
-    case Right(layout) =>
-      StateLayout.cannotHold(layout, tree, evictionOffsets, stateTtlMs.isDefined)
-        .foreach(reason => throw new IllegalStateException(s"$nodeName cannot run: $reason"))
-      layout
-    case Left(reason) => throw new IllegalStateException(s"$nodeName cannot run: $reason")
-  }
+  private lazy val layout: StateLayout = StateLayout.forSession(conf).fold(
+    reason => throw new IllegalStateException(s"$nodeName cannot run: $reason"), identity)
 
   override def getColFamilySchemas(
       shouldBeNullable: Boolean): Map[String, StateStoreColFamilySchema] = layout match {
@@ -324,11 +319,8 @@ case class StreamingMultiJoinExec(
       layout: StateLayout)(
       store: StateStore,
       taggedRows: Iterator[InternalRow]): Iterator[InternalRow] = {
-    // Only version 3 indexes rows by time: the in-memory layout holds no state removed by time.
-    val indexedTimes =
-      if (layout == StateLayout.ColumnFamilies) timeOrdinals else timeOrdinals.map(_ => None)
     val state = new MultiJoinStateManager(store, keySchema, inputSchemas,
-      indexedTimes, info.storeVersion, batchRowsMemory, storeTimeMs = batchStartMs, layout)
+      timeOrdinals, info.storeVersion, batchRowsMemory, storeTimeMs = batchStartMs, layout)
     TaskContext.get().addTaskCompletionListener[Unit](_ => state.abortIfNotCommitted())
     // A row past its TTL joins nothing from this batch on, so it goes before any row is joined.
     for (ttl <- stateTtlMs; now <- batchStartMs) {

@@ -91,14 +91,13 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
         case Left(reason) =>
           notes += Note(s"Streaming joins run as Spark planned them: $reason", isWarning = true)
           plan
-        case Right(layout) =>
+        case Right(_) =>
           val nextOperatorId = Iterator.iterate(FirstOperatorId)(_ + 1)
           val readOf = columnsRead(plan)
           plan.transformDown {
             case join: Join if isStreamingChainJoin(join) =>
               val read = Option(readOf.get(join)).getOrElse(join.outputSet)
-              collapse(join, read, nextOperatorId, notes, named)
-                .flatMap(collapsed => layoutProblem(collapsed, layout).toLeft(collapsed)) match {
+              collapse(join, read, nextOperatorId, notes, named) match {
                 case Right(collapsed) => collapsed
                 case Left(reason) => notes += Note(reason); join
               }
@@ -127,15 +126,6 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with PredicateHelpe
     }
     read
   }
-
-  /** Why the session's state store cannot hold the state of a multi-join in `collapsed`. */
-  private def layoutProblem(collapsed: LogicalPlan, layout: StateLayout): Option[String] =
-    collapsed.collect { case multiJoin: MultiJoin => multiJoin }.iterator.flatMap { multiJoin =>
-      def offsets = EventTimeBounds.evictionOffsets(multiJoin.children.map(_.output),
-        Conjunct.all(multiJoin.condition, multiJoin.outerConditions), multiJoin.tree)
-      StateLayout.cannotHold(layout, multiJoin.tree, offsets,
-        MultiJoinConf.stateTtlMs(conf).isDefined)
-    }.nextOption()
 
   private def isStreamingChainJoin(plan: LogicalPlan): Boolean = plan match {
     case Join(left, right, Inner | LeftOuter | RightOuter | FullOuter, _, _) =>

@@ -234,19 +234,21 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
     assert(only.keys.flatten.map(_.dataType).distinct == Seq(BinaryType), only.keys)
   }
 
-  test("Spark's in-memory store takes only state that nothing removes; other stores none") {
+  test("Spark's in-memory store takes every chain but with a state TTL; other stores none") {
     val provider = "spark.sql.streaming.stateStore.providerClass"
     withConf(provider ->
       "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider") {
       assert(multiJoins(chain(keyed(3))).map(_.children.length) == Seq(3))
       val Seq(a, b, c) = timed(3)
-      val bounded = a.join(b, onKeys(1, 0) && within(1, 0, 10))
+      val bounded = a.join(b, onKeys(1, 0) && within(1, 0, 10), "left_outer")
         .join(c, onKeys(2, 0) && within(2, 0, 10))
-      assertKeptAsPlanned(bounded,
-        s"this chain has time bounds, which remove rows by time. Set " +
-          s"$provider to org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
+      assert(multiJoins(bounded).map(_.tree.outerInputs) == Seq(Seq(1)))
       withConf(MultiJoinConf.STATE_TTL.key -> "1h") {
-        assertKeptAsPlanned(chain(keyed(3)), "this chain has a state TTL")
+        assertKeptAsPlanned(chain(keyed(3)),
+          s"multi-join.state-ttl is set, and on Spark's " +
+            s"in-memory state store the multi-join keeps no store times to expire rows by. Unset " +
+            s"it, or set $provider to " +
+            "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider")
       }
     }
     withConf(provider -> "com.example.MyStateStoreProvider") {

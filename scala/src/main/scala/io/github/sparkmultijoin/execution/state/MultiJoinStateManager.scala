@@ -39,8 +39,9 @@ import org.apache.spark.sql.types.{BinaryType, BooleanType, DataType, IntegerTyp
  *
  * Version 4, for Spark's in-memory state store ([[StateLayout.OneValuePerKey]]), which has no
  * column families, several values per key or order: the same values as `rows` and `rowCounts`,
- * each key's rows as one array ([[OneValuePerKeyRows]]), and no time indexes. It holds only
- * state that nothing removes by time, which the rule checks before it picks the store's layout.
+ * each key's rows as one array ([[OneValuePerKeyRows]]), and no time indexes: eviction and
+ * finding the rows that became final read every key's rows, as Spark's own joins do on that
+ * store, and a state TTL, which would need each row's store time, is not offered on it.
  *
  * Version 2 kept each input's rows in a family of their own, `input<i>`, keyed by the row's id,
  * and read an input's rows under a key with a prefix scan: one per input and key, each a new
@@ -87,10 +88,8 @@ class MultiJoinStateManager(
 
   import MultiJoinStateManager._
 
-  require(
-    layout == StateLayout.ColumnFamilies ||
-      (timeOrdinals.forall(_.isEmpty) && storeTimeMs.isEmpty),
-    s"state layout $layout has no order to evict or expire rows by")
+  require(layout == StateLayout.ColumnFamilies || storeTimeMs.isEmpty,
+    s"state layout $layout keeps no store times to expire rows by")
 
   if (layout == StateLayout.ColumnFamilies) {
     columnFamilySchemas(keySchema, inputSchemas, timeOrdinals.map(_.isDefined),
@@ -130,6 +129,8 @@ class MultiJoinStateManager(
   private val storedValueProjection = boundProjection(StoredRowSchema, 0)
 
   private val timeFamilies = inputSchemas.indices.map(timeFamily).toArray
+  // Only version 3 has ordered families; version 4 scans its rows to evict them.
+  private val hasTimeIndexes = layout == StateLayout.ColumnFamilies
 
   if (layout == StateLayout.ColumnFamilies) moveVersion2Rows()
 
@@ -233,7 +234,7 @@ class MultiJoinStateManager(
   /** Stores `row` (an UnsafeRow of the input's schema) of `input` under `key`. */
   def append(input: Int, key: UnsafeRow, row: UnsafeRow): Unit = {
     val value = storedRow(input, batchId, nextRowIndex, row).copy()
-    if (timeOrdinals(input).isDefined || storeTimeMs.isDefined) {
+    if (hasTimeIndexes && (timeOrdinals(input).isDefined || storeTimeMs.isDefined)) {
       val rowId = rowIdOf(key, batchId, nextRowIndex)
       timeOrdinals(input).foreach(ordinal =>
         index(timeFamilies(input), row.getLong(ordinal), rowId))
@@ -289,12 +290,18 @@ class MultiJoinStateManager(
 
   /**
    * Removes, per (input, bound) in `bounds`, the rows of the input whose event time is at or
-   * below the bound, reading only those (and the first row kept) from its time index. Returns
-   * how many were removed.
+   * below the bound, reading only those (and the first row kept) from its time index; in
+   * version 4, scanning every row. Returns how many were removed.
    */
   def evict(bounds: (Int, Long)*): Long = {
-    val due = bounds.flatMap { case (input, maxTimeMicros) =>
+    bounds.foreach { case (input, _) =>
       require(timeOrdinals(input).isDefined, s"input $input has no event time to evict by")
+    }
+    if (hasTimeIndexes) evictByTimeIndex(bounds) else evictByScan(bounds.toMap)
+  }
+
+  private def evictByTimeIndex(bounds: Seq[(Int, Long)]): Long = {
+    val due = bounds.flatMap { case (input, maxTimeMicros) =>
       val timeKeys = takeKeysAtOrBelow(timeFamilies(input), maxTimeMicros)
       storedCounts(input) -= timeKeys.length
       evicted += timeKeys.length
@@ -302,6 +309,35 @@ class MultiJoinStateManager(
       timeKeys.map(rowIdOfTimeKey(_).copy())
     }
     removeRows(due).length
+  }
+
+  /** [[evict]] without time indexes: each key's rows are read, and rewritten where some go. */
+  private def evictByScan(bounds: Map[Int, Long]): Long = {
+    writeAppendedRows()
+    def isDue(value: UnsafeRow) = bounds.get(value.getInt(InputOrdinal)).exists(bound =>
+      eventTimeOf(value) <= bound)
+    val rewrites = oneValuePerKeyRows.keysAndRows.flatMap { case (key, values) =>
+      val (gone, kept) = values.toArray.partition(isDue)
+      if (gone.isEmpty) None else Some((key, gone.map(_.getInt(InputOrdinal)), kept.map(_.copy())))
+    }.toArray
+    rewrites.foreach { case (key, goneInputs, kept) =>
+      storedRows.replace(key, kept)
+      goneInputs.foreach { input =>
+        storedCounts(input) -= 1
+        inputInMemory(input) = false
+      }
+    }
+    val removed = rewrites.map(_._2.length.toLong).sum
+    evicted += removed
+    removed
+  }
+
+  private def eventTimeOf(value: UnsafeRow): Long =
+    inputRow(value).getLong(timeOrdinals(value.getInt(InputOrdinal)).get)
+
+  private def oneValuePerKeyRows: OneValuePerKeyRows = storedRows match {
+    case rows: OneValuePerKeyRows => rows
+    case _ => throw new IllegalStateException(s"state layout $layout reads its time indexes")
   }
 
   /**
@@ -315,9 +351,17 @@ class MultiJoinStateManager(
       finalAtOrBelowMicros: Long,
       finalBeforeAtOrBelowMicros: Long): Array[UnsafeRow] = {
     require(timeOrdinals(input).isDefined, s"input $input has no event time")
+    def isNewlyFinal(time: Long, rowBatchId: Long) = time <= finalAtOrBelowMicros &&
+      (time > finalBeforeAtOrBelowMicros || rowBatchId == batchId)
+    if (!hasTimeIndexes) {
+      writeAppendedRows()
+      return oneValuePerKeyRows.keysAndRows.flatMap(_._2).filter { value =>
+        value.getInt(InputOrdinal) == input &&
+        isNewlyFinal(eventTimeOf(value), value.getLong(BatchIdOrdinal))
+      }.map(inputRow).toArray
+    }
     val rowIds = keysAtOrBelow(timeFamilies(input), finalAtOrBelowMicros)
-      .filter(key =>
-        key.getLong(0) > finalBeforeAtOrBelowMicros || key.getLong(1 + batchIdOrdinal) == batchId)
+      .filter(key => isNewlyFinal(key.getLong(0), key.getLong(1 + batchIdOrdinal)))
       .map(rowIdOfTimeKey(_).copy()).toSeq
     idsByKey(rowIds).asScala.iterator.flatMap { case (key, ids) =>
       storedValues(key).filter(value => ids.contains(idOf(value))).map(inputRow)

@@ -61,8 +61,8 @@ private[state] class ColumnFamilyRows(store: StateStore) extends StoredRows {
  *    [[MultiJoinStateManager.StoredRowSchema]] values. Adding rows rewrites the key's array, which
  *    the batch reads anyway to join the rows it adds; a batch adds a key's rows at once.
  *  - under (nulls, the input's index): the input's row count.
- * Nothing in it is ordered, so it holds state that nothing removes by time
- * ([[io.github.sparkmultijoin.analysis.StateLayout.cannotHold]]).
+ * Nothing in it is ordered: eviction by event time reads every key's rows
+ * ([[MultiJoinStateManager.evict]]), and there is nothing to expire rows by a TTL with.
  *
  * @param store     the partition's store, opened with the schemas of this layout
  * @param keySchema the join key's schema
@@ -80,6 +80,9 @@ private[state] class OneValuePerKeyRows(store: StateStore, keySchema: StructType
   private val countEntryKey = new GenericInternalRow(numKeyColumns + 1)
   private val storeValue = UnsafeProjection.create(StoreValueSchema)
   private val value = new GenericInternalRow(StoreValueSchema.length)
+  private val joinKey = UnsafeProjection.create(keySchema.fields.zipWithIndex.map {
+    case (field, ordinal) => BoundReference(ordinal, field.dataType, field.nullable)
+  }.toSeq)
 
   private def rowsKey(key: UnsafeRow): UnsafeRow = {
     slot.setInt(0, RowsSlot)
@@ -93,11 +96,7 @@ private[state] class OneValuePerKeyRows(store: StateStore, keySchema: StructType
 
   override def under(key: UnsafeRow): Iterator[UnsafeRow] = {
     val stored = store.get(rowsKey(key))
-    if (stored == null) Iterator.empty
-    else {
-      val rows = stored.getArray(RowsOrdinal)
-      Iterator.range(0, rows.numElements).map(rows.getStruct(_, StoredRowWidth))
-    }
+    if (stored == null) Iterator.empty else rowsOf(stored)
   }
 
   override def add(key: UnsafeRow, rows: Array[UnsafeRow]): Unit =
@@ -109,6 +108,12 @@ private[state] class OneValuePerKeyRows(store: StateStore, keySchema: StructType
       value.update(RowsOrdinal, new GenericArrayData(rows.asInstanceOf[Array[Any]]))
       value.setNullAt(CountOrdinal)
       store.put(rowsKey(key), storeValue(value))
+    }
+
+  /** Every join key with rows, copied, with its rows, not copied. */
+  def keysAndRows: Iterator[(UnsafeRow, Iterator[UnsafeRow])] =
+    store.iterator().filter(_.key.getInt(numKeyColumns) == RowsSlot).map { pair =>
+      (joinKey(pair.key).copy(), rowsOf(pair.value))
     }
 
   override def count(input: Int): Long = {
@@ -127,10 +132,13 @@ object OneValuePerKeyRows {
 
   /** Every row in `store` (opened with this layout's schemas), of any input, not copied. */
   def all(store: StateStore): Iterator[UnsafeRow] =
-    store.iterator().map(_.value).filterNot(_.isNullAt(RowsOrdinal)).flatMap { value =>
-      val rows = value.getArray(RowsOrdinal)
-      Iterator.range(0, rows.numElements).map(rows.getStruct(_, StoredRowWidth))
-    }
+    store.iterator().map(_.value).filterNot(_.isNullAt(RowsOrdinal)).flatMap(rowsOf)
+
+  /** The rows a value of a join key holds, not copied. */
+  private def rowsOf(value: UnsafeRow): Iterator[UnsafeRow] = {
+    val rows = value.getArray(RowsOrdinal)
+    Iterator.range(0, rows.numElements).map(rows.getStruct(_, StoredRowWidth))
+  }
 
   private val RowsSlot = -1
   private val RowsOrdinal = 0
