@@ -42,8 +42,8 @@ rows on that store; its output rows must be the same. Flink's MultiJoin on the h
 run's like-for-like peer, as Flink's in RocksDB is the multi-join's in RocksDB.
 
 `--breakdown` runs, instead, where each micro-batch's time goes, for the chosen workloads: the
-multi-join, Spark's deduplication and the stateless query over the same micro-batches, each
-once after a warm-up run; per micro-batch with data after the first, the engine's phases from
+multi-join and Spark's deduplication (in RocksDB and on the in-memory store) and the stateless
+query over the same micro-batches, each once after a warm-up run; per micro-batch with data after the first, the engine's phases from
 the progress (durationMs) and the stateful operators' metrics (state store instances, update
 and commit times, RocksDB's load, changelog commit, gets, and the multi-join's key reads).
 It writes `breakdown.json` and `breakdown.md` to --out.
@@ -63,10 +63,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -338,6 +339,18 @@ PROVIDER_KEY = "spark.sql.streaming.stateStore.providerClass"
 IN_MEMORY_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 
 
+@contextmanager
+def provider(spark: SparkSession, provider_class: str | None) -> Iterator[None]:
+    """The queries started in the block keep their state with `provider_class` (None: the
+    session's)."""
+    previous = spark.conf.get(PROVIDER_KEY)
+    spark.conf.set(PROVIDER_KEY, provider_class or previous)
+    try:
+        yield
+    finally:
+        spark.conf.set(PROVIDER_KEY, previous)
+
+
 def on_in_memory_store(spark: SparkSession, workload: Workload, folder: Path,
                        times: int = 3) -> dict | None:
     """The multi-join on Spark's in-memory state store (Spark's default provider): over one
@@ -347,9 +360,7 @@ def on_in_memory_store(spark: SparkSession, workload: Workload, folder: Path,
     store."""
     multi_join(spark).enabled = True
     files = len(workload.batches[0])
-    previous = spark.conf.get(PROVIDER_KEY)
-    spark.conf.set(PROVIDER_KEY, IN_MEMORY_PROVIDER)
-    try:
+    with provider(spark, IN_MEMORY_PROVIDER):
         warm_up = run_to_end(workload.query(streams(spark, workload, folder)),
                              folder / "checkpoint_in_memory")
         if not any(op["operatorName"] == "multiJoin"
@@ -362,8 +373,6 @@ def on_in_memory_store(spark: SparkSession, workload: Workload, folder: Path,
             workload.query(streams(spark, workload, folder, files)),
             folder / "checkpoint_in_memory"), times))
         stored = streaming_floor(spark, workload, folder, store_rows=True, times=times)
-    finally:
-        spark.conf.set(PROVIDER_KEY, previous)
     return {"output_rows": sum(p["sink"]["numOutputRows"] for p in warm_up),
             "micro_batches_seconds": micro[0], "micro_batches_best_seconds": micro[1],
             "one_trigger_seconds": one[0], "one_trigger_best_seconds": one[1],
@@ -455,10 +464,13 @@ def run_breakdown(spark: SparkSession, chosen: list[Workload], out: Path, work: 
             "stateless": lambda: unioned_rows(spark, workload, folder, 1, False),
         }
         for name, query in queries.items():
-            run_to_end(query(), folder / "checkpoint_warm_up")
-            cost = batch_cost(run_to_end(query(), folder / "checkpoint_breakdown"))
-            breakdown.append({"workload": workload.name, "query": name, **cost})
-            print(f"{workload.name} {name}: {cost}", flush=True)
+            for store in (None, IN_MEMORY_PROVIDER) if name != "stateless" else (None,):
+                label = name if store is None else f"{name}, in-memory store"
+                with provider(spark, store):
+                    run_to_end(query(), folder / "checkpoint_warm_up")
+                    cost = batch_cost(run_to_end(query(), folder / "checkpoint_breakdown"))
+                breakdown.append({"workload": workload.name, "query": label, **cost})
+                print(f"{workload.name} {label}: {cost}", flush=True)
     (out / "breakdown.json").write_text(json.dumps(breakdown, indent=2))
     (out / "breakdown.md").write_text(breakdown_markdown(breakdown))
     print(f"wrote breakdown.json and breakdown.md to {out}")
