@@ -581,7 +581,7 @@ object MultiJoinStateManager {
     })
 
   /** A projection of `schema`'s columns, read from ordinal `from` on of the rows it is given. */
-  private def boundProjection(schema: StructType, from: Int): UnsafeProjection =
+  private[state] def boundProjection(schema: StructType, from: Int): UnsafeProjection =
     UnsafeProjection.create(schema.fields.zipWithIndex.map { case (field, ordinal) =>
       BoundReference(from + ordinal, field.dataType, field.nullable)
     }.toSeq)

@@ -1,9 +1,9 @@
 package io.github.sparkmultijoin.execution.state
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{BoundReference, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.util.GenericArrayData
-import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreColFamilySchema}
+import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, StateStore, StateStoreColFamilySchema}
 import org.apache.spark.sql.types.{ArrayType, DataType, IntegerType, LongType, StructField, StructType}
 
 /**
@@ -59,7 +59,8 @@ private[state] class ColumnFamilyRows(store: StateStore) extends StoredRows {
  * key ([[OneValuePerKeyRows.storeKeySchema]], [[OneValuePerKeyRows.StoreValueSchema]]):
  *  - under (the join key's columns, -1): every input's rows under the join key, as one array of
  *    [[MultiJoinStateManager.StoredRowSchema]] values. Adding rows rewrites the key's array, which
- *    the batch reads anyway to join the rows it adds; a batch adds a key's rows at once.
+ *    the batch reads anyway to join the rows it adds; a batch adds a key's rows at once, unless
+ *    they pass the manager's memory bound.
  *  - under (nulls, the input's index): the input's row count.
  * Nothing in it is ordered: eviction by event time reads every key's rows
  * ([[MultiJoinStateManager.evict]]), and there is nothing to expire rows by a TTL with.
@@ -74,15 +75,11 @@ private[state] class OneValuePerKeyRows(store: StateStore, keySchema: StructType
   private val numKeyColumns = keySchema.length
   private val slot = new GenericInternalRow(1)
   private val keyAndSlot = new JoinedRow
-  private val storeKey = UnsafeProjection.create(storeKeySchema(keySchema).fields.zipWithIndex.map {
-    case (field, ordinal) => BoundReference(ordinal, field.dataType, field.nullable)
-  }.toSeq)
+  private val storeKey = MultiJoinStateManager.boundProjection(storeKeySchema(keySchema), 0)
   private val countEntryKey = new GenericInternalRow(numKeyColumns + 1)
   private val storeValue = UnsafeProjection.create(StoreValueSchema)
   private val value = new GenericInternalRow(StoreValueSchema.length)
-  private val joinKey = UnsafeProjection.create(keySchema.fields.zipWithIndex.map {
-    case (field, ordinal) => BoundReference(ordinal, field.dataType, field.nullable)
-  }.toSeq)
+  private val joinKey = MultiJoinStateManager.boundProjection(keySchema, 0)
 
   private def rowsKey(key: UnsafeRow): UnsafeRow = {
     slot.setInt(0, RowsSlot)
@@ -159,6 +156,6 @@ object OneValuePerKeyRows {
   def familySchema(keySchema: StructType): StateStoreColFamilySchema = {
     val key = storeKeySchema(keySchema)
     StateStoreColFamilySchema(StateStore.DEFAULT_COL_FAMILY_NAME, 0, key, 0, StoreValueSchema,
-      Some(org.apache.spark.sql.execution.streaming.state.NoPrefixKeyStateEncoderSpec(key)), None)
+      Some(NoPrefixKeyStateEncoderSpec(key)), None)
   }
 }
