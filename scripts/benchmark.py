@@ -42,8 +42,9 @@ rows on that store; its output rows must be the same. Flink's MultiJoin on the h
 run's like-for-like peer, as Flink's in RocksDB is the multi-join's in RocksDB.
 
 `--breakdown` runs, instead, where each micro-batch's time goes, for the chosen workloads: the
-multi-join and Spark's deduplication (in RocksDB and on the in-memory store) and the stateless
-query over the same micro-batches, each once after a warm-up run; per micro-batch with data after the first, the engine's phases from
+multi-join and Spark's deduplication (in RocksDB and on the in-memory store), the stateless
+query and the same shuffled by the deduplication's key (stored nowhere) over the same
+micro-batches, each once after a warm-up run; per micro-batch with data after the first, the engine's phases from
 the progress (durationMs) and the stateful operators' metrics (state store instances, update
 and commit times, RocksDB's load, changelog commit, gets, and the multi-join's key reads).
 It writes `breakdown.json` and `breakdown.md` to --out.
@@ -394,15 +395,22 @@ def streaming_floor(spark: SparkSession, workload: Workload, folder: Path,
 
 
 def unioned_rows(spark: SparkSession, workload: Workload, folder: Path, files_per_trigger: int,
-                 store_rows: bool) -> DataFrame:
-    """Every input's rows as (input, row as JSON), deduplicated by Spark with `store_rows`."""
+                 store_rows: bool, shuffle: bool = False) -> DataFrame:
+    """Every input's rows as (input, row as JSON), deduplicated by Spark with `store_rows`; with
+    `shuffle` (and not `store_rows`), hash-partitioned by both, as a stateful operator's input
+    is, and stored nowhere."""
     frames = [frame.select(F.lit(i).alias("input"),
                            F.to_json(F.struct(*frame.columns)).alias("row"))
               for i, frame in enumerate(streams(spark, workload, folder, files_per_trigger))]
     unioned = frames[0]
     for frame in frames[1:]:
         unioned = unioned.unionAll(frame)
-    return unioned.dropDuplicates(["input", "row"]) if store_rows else unioned.select("input")
+    if store_rows:
+        return unioned.dropDuplicates(["input", "row"])
+    if shuffle:
+        partitions = int(spark.conf.get("spark.sql.shuffle.partitions"))
+        return unioned.repartition(partitions, "input", "row").select(F.length("row"))
+    return unioned.select("input")
 
 
 # Where a micro-batch's time goes, from its progress: the engine's phases (wall ms, durationMs);
@@ -462,9 +470,10 @@ def run_breakdown(spark: SparkSession, chosen: list[Workload], out: Path, work: 
             "multi-join": lambda: workload.query(streams(spark, workload, folder)),
             "Spark's deduplication": lambda: unioned_rows(spark, workload, folder, 1, True),
             "stateless": lambda: unioned_rows(spark, workload, folder, 1, False),
+            "stateless, shuffled": lambda: unioned_rows(spark, workload, folder, 1, False, True),
         }
         for name, query in queries.items():
-            for store in (None, IN_MEMORY_PROVIDER) if name != "stateless" else (None,):
+            for store in (None,) if name.startswith("stateless") else (None, IN_MEMORY_PROVIDER):
                 label = name if store is None else f"{name}, in-memory store"
                 with provider(spark, store):
                     run_to_end(query(), folder / "checkpoint_warm_up")
