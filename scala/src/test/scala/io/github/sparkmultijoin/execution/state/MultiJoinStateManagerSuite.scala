@@ -6,6 +6,7 @@ import scala.collection.mutable
 import scala.util.Random
 
 import io.github.sparkmultijoin.MultiJoinSuiteBase
+import io.github.sparkmultijoin.analysis.StateLayout
 import io.github.sparkmultijoin.execution.state.MultiJoinStateManager.{BatchIdOrdinal, InputOrdinal, RowIndexOrdinal, RowsFamily, timeFamily, version2RowFamily}
 import org.apache.hadoop.conf.Configuration
 
@@ -142,8 +143,36 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
     finally provider.close()
   }
 
+  /**
+   * A partition's provider of Spark's in-memory store, opened as the exec opens it for layout
+   * version 4: one keyspace of that layout's schemas.
+   */
+  private def withInMemoryProvider[T](body: StateStoreProvider => T): T = withTempDir { dir =>
+    val storeKeySchema = OneValuePerKeyRows.storeKeySchema(keySchema)
+    val hadoopConf = new Configuration
+    hadoopConf.set("sql.streaming.runId", UUID.randomUUID.toString) // as a query sets it
+    val provider = StateStoreProvider.createAndInit(
+      StateStoreProviderId(StateStoreId(dir.getAbsolutePath, 0, 0), UUID.randomUUID),
+      storeKeySchema, OneValuePerKeyRows.StoreValueSchema,
+      NoPrefixKeyStateEncoderSpec(storeKeySchema), useColumnFamilies = false,
+      new StateStoreConf(new SQLConf), hadoopConf, useMultipleValuesPerKey = false,
+      stateSchemaProvider = None)
+    try body(provider)
+    finally provider.close()
+  }
+
+  /** `body` on a RocksDB store (layout version 3), then on an in-memory one (version 4). */
+  private def withEachLayout(body: StateStoreProvider => Unit): Unit = {
+    withProvider(body)
+    withInMemoryProvider(body)
+  }
+
+  private def isInMemory(store: StateStore): Boolean =
+    store.getClass.getName.contains("HDFSBackedStateStore")
+
   private def manager(store: StateStore, batch: Long, memoryBytes: Long): MultiJoinStateManager =
-    new MultiJoinStateManager(store, keySchema, inputSchemas, timeOrdinals, batch, memoryBytes)
+    new MultiJoinStateManager(store, keySchema, inputSchemas, timeOrdinals, batch, memoryBytes,
+      layout = if (isInMemory(store)) StateLayout.OneValuePerKey else StateLayout.ColumnFamilies)
 
   /**
    * Runs batch `batch` on the store at that version, giving `body` the manager and the store;
@@ -372,7 +401,7 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
   }
 
   test("eviction removes exactly the rows at or below the bound") {
-    withProvider { provider =>
+    withEachLayout { provider =>
       inBatch(provider, 0) { state =>
         // Out of time order, with a tie and a time before 1970: the time index orders them.
         for ((k, v, t) <- Seq((1, 1, 40L), (2, 2, 10L), (1, 3, 30L), (2, 4, -5L), (1, 5, 20L),
@@ -412,12 +441,36 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
     }
   }
 
+  test("the in-memory layout keeps a key's rows of every input as one value, and the counts") {
+    withInMemoryProvider { provider =>
+      inBatch(provider, 0) { state =>
+        append(state, 0, 1, 1, 10)
+        append(state, 1, 1, 2, 20)
+        append(state, 2, 1, 3)
+        append(state, 0, 2, 4, 30)
+        state.commit()
+      }
+      inBatchWithStore(provider, 1) { (state, store) =>
+        val entries = store.iterator().map(pair => (pair.key.copy(), pair.value.copy())).toList
+        // Keys 1 and 2, then a count per input: the slot is -1 for rows, the input for a count.
+        assert(entries.map(_._1.getInt(1)).sorted == Seq(-1, -1, 0, 1, 2))
+        val rowsUnderKey1 = entries.collectFirst {
+          case (key, value) if key.getInt(1) == -1 && key.getInt(0) == 1 => value.getArray(0)
+        }.get
+        assert(rowsUnderKey1.numElements == 3)
+        assert(state.rowCounts == Seq(2L, 1L, 1L))
+        assert(valuesUnder(state, 0, 1) == Seq(1) && valuesUnder(state, 1, 1) == Seq(2))
+        assert(valuesUnder(state, 2, 1) == Seq(3) && valuesUnder(state, 0, 2) == Seq(4))
+      }
+    }
+  }
+
   /** A row of a timed input as (k, v, t). */
   private def timedValues(row: UnsafeRow): (Int, Int, Long) =
     (row.getInt(0), row.getInt(1), row.getLong(2))
 
   test("rows that become final are returned once, across batches, and stay stored") {
-    withProvider { provider =>
+    withEachLayout { provider =>
       inBatch(provider, 0) { state =>
         Seq((1, 1, 10L), (1, 2, 20L), (1, 3, 30L), (2, 4, 15L)).foreach { case (k, v, t) =>
           append(state, 0, k, v, t)
@@ -433,7 +486,7 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
         append(state, 0, 2, 7, 50)
         assert(valuesUnder(state, 0, 1) == Seq(1, 2, 3, 5), "nothing is removed")
         assert(valuesUnder(state, 1, 1) == Seq(6))
-        assert(timeIndex(store, 0) == Seq(10L, 15L, 18L, 20L, 30L, 50L))
+        if (!isInMemory(store)) assert(timeIndex(store, 0) == Seq(10L, 15L, 18L, 20L, 30L, 50L))
         // Checked after those reads and writes: the rows returned must be copies of their own.
         // (1, 1, 10) was final in batch 0; this batch's (1, 5, 18) is new.
         assert(newlyFinal.map(timedValues).sorted.toSeq ==
