@@ -297,8 +297,9 @@ case class StreamingMultiJoinExec(
         throw new IllegalStateException(s"$nodeName found no start time of its micro-batch")))
     val (storeKeySchema, storeValueSchema) = layout match {
       // Rows live in column families of their own; the store's default family stays empty.
-      case StateLayout.ColumnFamilies => (StructType(Nil).add("unused", "int"),
-          StructType(Nil).add("unused", "int"))
+      case StateLayout.ColumnFamilies =>
+        val unused = StructType(Nil).add("unused", "int")
+        (unused, unused)
       case StateLayout.OneValuePerKey =>
         (OneValuePerKeyRows.storeKeySchema(keySchema), OneValuePerKeyRows.StoreValueSchema)
     }

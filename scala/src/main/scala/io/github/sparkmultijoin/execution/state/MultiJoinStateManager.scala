@@ -88,10 +88,14 @@ class MultiJoinStateManager(
 
   import MultiJoinStateManager._
 
-  require(layout == StateLayout.ColumnFamilies || storeTimeMs.isEmpty,
+  // Only version 3 has column families, among them ordered time indexes; version 4 scans its
+  // rows to evict them.
+  private val usesColumnFamilies = layout == StateLayout.ColumnFamilies
+
+  require(usesColumnFamilies || storeTimeMs.isEmpty,
     s"state layout $layout keeps no store times to expire rows by")
 
-  if (layout == StateLayout.ColumnFamilies) {
+  if (usesColumnFamilies) {
     columnFamilySchemas(keySchema, inputSchemas, timeOrdinals.map(_.isDefined),
       withStoreTimes = storeTimeMs.isDefined).values.foreach {
       schema =>
@@ -129,10 +133,8 @@ class MultiJoinStateManager(
   private val storedValueProjection = boundProjection(StoredRowSchema, 0)
 
   private val timeFamilies = inputSchemas.indices.map(timeFamily).toArray
-  // Only version 3 has ordered families; version 4 scans its rows to evict them.
-  private val hasTimeIndexes = layout == StateLayout.ColumnFamilies
 
-  if (layout == StateLayout.ColumnFamilies) moveVersion2Rows()
+  if (usesColumnFamilies) moveVersion2Rows()
 
   private var nextRowIndex = 0L
   private val storedCounts = inputSchemas.indices.map(storedRows.count).toArray
@@ -234,7 +236,7 @@ class MultiJoinStateManager(
   /** Stores `row` (an UnsafeRow of the input's schema) of `input` under `key`. */
   def append(input: Int, key: UnsafeRow, row: UnsafeRow): Unit = {
     val value = storedRow(input, batchId, nextRowIndex, row).copy()
-    if (hasTimeIndexes && (timeOrdinals(input).isDefined || storeTimeMs.isDefined)) {
+    if (usesColumnFamilies && (timeOrdinals(input).isDefined || storeTimeMs.isDefined)) {
       val rowId = rowIdOf(key, batchId, nextRowIndex)
       timeOrdinals(input).foreach(ordinal =>
         index(timeFamilies(input), row.getLong(ordinal), rowId))
@@ -297,7 +299,7 @@ class MultiJoinStateManager(
     bounds.foreach { case (input, _) =>
       require(timeOrdinals(input).isDefined, s"input $input has no event time to evict by")
     }
-    if (hasTimeIndexes) evictByTimeIndex(bounds) else evictByScan(bounds.toMap)
+    if (usesColumnFamilies) evictByTimeIndex(bounds) else evictByScan(bounds.toMap)
   }
 
   private def evictByTimeIndex(bounds: Seq[(Int, Long)]): Long = {
@@ -353,19 +355,31 @@ class MultiJoinStateManager(
     require(timeOrdinals(input).isDefined, s"input $input has no event time")
     def isNewlyFinal(time: Long, rowBatchId: Long) = time <= finalAtOrBelowMicros &&
       (time > finalBeforeAtOrBelowMicros || rowBatchId == batchId)
-    if (!hasTimeIndexes) {
-      writeAppendedRows()
-      return oneValuePerKeyRows.keysAndRows.flatMap(_._2).filter { value =>
-        value.getInt(InputOrdinal) == input &&
-        isNewlyFinal(eventTimeOf(value), value.getLong(BatchIdOrdinal))
-      }.map(inputRow).toArray
-    }
+    if (usesColumnFamilies) newlyFinalRowsByTimeIndex(input, finalAtOrBelowMicros, isNewlyFinal)
+    else newlyFinalRowsByScan(input, isNewlyFinal)
+  }
+
+  private def newlyFinalRowsByTimeIndex(
+      input: Int,
+      finalAtOrBelowMicros: Long,
+      isNewlyFinal: (Long, Long) => Boolean): Array[UnsafeRow] = {
     val rowIds = keysAtOrBelow(timeFamilies(input), finalAtOrBelowMicros)
       .filter(key => isNewlyFinal(key.getLong(0), key.getLong(1 + batchIdOrdinal)))
       .map(rowIdOfTimeKey(_).copy()).toSeq
     idsByKey(rowIds).asScala.iterator.flatMap { case (key, ids) =>
       storedValues(key).filter(value => ids.contains(idOf(value))).map(inputRow)
     }.toArray
+  }
+
+  /** [[newlyFinalRows]] without time indexes: every stored row is read. */
+  private def newlyFinalRowsByScan(
+      input: Int,
+      isNewlyFinal: (Long, Long) => Boolean): Array[UnsafeRow] = {
+    writeAppendedRows()
+    oneValuePerKeyRows.keysAndRows.flatMap(_._2).filter { value =>
+      value.getInt(InputOrdinal) == input &&
+      isNewlyFinal(eventTimeOf(value), value.getLong(BatchIdOrdinal))
+    }.map(inputRow).toArray
   }
 
   /**
