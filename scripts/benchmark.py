@@ -36,17 +36,18 @@ ratios against Flink set its best run against the multi-join's best run (of the 
 micro-batches and the five in one trigger), as the issue measured them.
 
 Where the rule runs a workload's join on Spark's in-memory state store (Spark's default
-provider; every workload here), the multi-join is also timed on it,
-three warm runs each in micro-batches and in one trigger, with Spark's deduplication of the same
-rows on that store; its output rows must be the same. Flink's MultiJoin on the heap is that
-run's like-for-like peer, as Flink's in RocksDB is the multi-join's in RocksDB.
+provider; every workload here), the multi-join is also timed on it, three warm runs each in
+micro-batches and in one trigger, with Spark's deduplication of the same rows on that store; its
+output rows must be the same. Flink's MultiJoin on the heap is that run's like-for-like peer, as
+Flink's in RocksDB is the multi-join's in RocksDB.
 
 `--breakdown` runs, instead, where each micro-batch's time goes, for the chosen workloads: the
 multi-join and Spark's deduplication (in RocksDB and on the in-memory store), the stateless
 query and the same shuffled by the deduplication's key (stored nowhere) over the same
-micro-batches, each once after a warm-up run; per micro-batch with data after the first, the engine's phases from
-the progress (durationMs) and the stateful operators' metrics (state store instances, update
-and commit times, RocksDB's load, changelog commit, gets, and the multi-join's key reads).
+micro-batches, each once after a warm-up run; per micro-batch with data after the first, the
+engine's phases from the progress (durationMs) and the stateful operators' metrics (state store
+instances, update and commit times, RocksDB's load, changelog commit, gets, and the
+multi-join's key reads).
 It writes `breakdown.json` and `breakdown.md` to --out.
 """
 
@@ -367,9 +368,7 @@ def on_in_memory_store(spark: SparkSession, workload: Workload, folder: Path,
         if not any(op["operatorName"] == "multiJoin"
                    for p in warm_up for op in p["stateOperators"]):
             return None
-        micro = median_and_best(timed_runs(lambda: run_to_end(
-            workload.query(streams(spark, workload, folder)), folder / "checkpoint_in_memory"),
-            times))
+        micro = multi_join_micro_batches(spark, workload, folder, times)
         one = median_and_best(timed_runs(lambda: run_to_end(
             workload.query(streams(spark, workload, folder, files)),
             folder / "checkpoint_in_memory"), times))

@@ -43,7 +43,8 @@ import org.apache.spark.sql.types.StructType
  * input, and a `matched` family of bit masks for outer joins) and 2 (without `matched`) were
  * RocksDB's before, and the state manager moves their rows into version 3's layout. The version
  * is recorded in the operator's metadata with what the layout depends on
- * ([[OperatorProperties]]), which a restart checks. Probing and checks: see [[StreamingMultiJoinHelper]].
+ * ([[OperatorProperties]]), which a restart checks. Probing and checks: see
+ * [[StreamingMultiJoinHelper]].
  *
  * @param inputs          per input, its columns
  * @param keys            per input, its key expressions (same length and types for all inputs)
