@@ -53,7 +53,9 @@ import org.apache.spark.sql.types.StructType
  * @param outerConditions per outer input, its ON clause; None for inner inputs
  * @param stateTtlMs      with a state TTL, how long (processing time) a stored row is kept
  * @param stateInfo       filled in by the planner strategy for a running query, None otherwise
- * @param child           the inputs' rows, tagged ([[TaggedInputs.plan]])
+ * @param child           the inputs' rows, tagged ([[TaggedInputs.plan]]); transient, as the
+ *                        tasks get their rows from the child's RDD, and without it the plan
+ *                        they deserialize is this node's, not the whole query's below it
  */
 case class StreamingMultiJoinExec(
     inputs: Seq[Seq[Attribute]],
@@ -63,7 +65,7 @@ case class StreamingMultiJoinExec(
     outerConditions: Seq[Option[Expression]],
     stateTtlMs: Option[Long],
     stateInfo: Option[StatefulOperatorStateInfo],
-    child: SparkPlan)
+    @transient child: SparkPlan)
   extends UnaryExecNode with StateStoreWriter with SchemaValidationUtils {
 
   require(keys.length == inputs.length && keys.map(_.map(_.dataType)).distinct.length == 1,
