@@ -15,6 +15,7 @@ import pytest
 
 from spark_multijoin import Verdict, advise
 from spark_multijoin._advisor import advise_sources
+from spark_multijoin._advisor._chains import CHECKPOINT_FORMAT_KEY, PROVIDER_KEY, STATE_TTL_KEY
 from spark_multijoin._config import ENABLED_KEY, MAX_TABLES_KEY
 from support.generators import SQL_INPUTS, SqlChain, random_sql_chain, sql_input_schema
 from support.rule_verdicts import RuleVerdict, rule_verdict
@@ -135,6 +136,31 @@ def test_the_advisor_decides_as_the_rule_on_the_suites_shapes_in_sql(spark, sql_
     assert_same_decisions(advice[-1].verdicts, expected, chain)
 
 
+# The state store's confs, as the rule reads them for the whole plan: the in-memory store takes
+# every chain but with a TTL; another provider, or another checkpoint format, none. Without a
+# provider the advisor takes the store to be RocksDB, the session's here.
+IN_MEMORY = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+STORE_CONFS = [
+    {PROVIDER_KEY: IN_MEMORY},
+    {PROVIDER_KEY: IN_MEMORY, STATE_TTL_KEY: "1h"},
+    {PROVIDER_KEY: "com.example.MyStateStoreProvider"},
+    {CHECKPOINT_FORMAT_KEY: "2"},
+    {STATE_TTL_KEY: "1h"},
+]
+
+
+@pytest.mark.parametrize("store_conf", STORE_CONFS, ids=lambda conf: ",".join(
+    f"{key.rsplit('.', 1)[-1]}={value.rsplit('.', 1)[-1]}" for key, value in conf.items()))
+def test_the_advisor_reads_the_state_store_confs_as_the_rule(spark, sql_inputs, store_conf):
+    for _, query, names in (FIXED_QUERIES[0], FIXED_QUERIES[7]):
+        chain = SqlChain(query, names, False, None, subquery_inputs=[])
+        expected = rule_verdict(spark, query, chain.owner, conf=store_conf)
+        verdicts = advise(query, conf={**_conf(chain), **store_conf}, schema=chain.schema())
+        assert_same_decisions(verdicts, expected, chain)
+        unknown = [u for verdict in verdicts for u in verdict.unknowns if PROVIDER_KEY in u]
+        assert bool(unknown) == (PROVIDER_KEY not in store_conf and STATE_TTL_KEY in store_conf)
+
+
 def assert_same_decisions(verdicts: list[Verdict], expected: RuleVerdict,
                           chain: SqlChain) -> None:
     context = f"\n{chain.sql}\nhinted={chain.hinted} max_tables={chain.max_tables}\n" + \
@@ -153,7 +179,9 @@ def assert_same_decisions(verdicts: list[Verdict], expected: RuleVerdict,
     reasons = sorted(r for verdict in verdicts for r in _comparable(verdict.reasons, joined)
                      # The rule says nothing of a plan without a join it could collapse.
                      if expected.notes or "keeps Spark's binary operator" not in r)
-    assert reasons == sorted(_comparable(expected.notes, joined)), context
+    # A conf that keeps every chain as planned is the reason the advisor gives, and a warning.
+    kept = [w for w in expected.warnings if w and w.startswith(_KEPT_AS_PLANNED)]
+    assert reasons == sorted(_comparable(expected.notes + kept, joined)), context
     # The rule logs each warning once; it describes a multi-join's output by all its columns.
     warnings = {w for verdict in verdicts for w in verdict.warnings if "(multi-join " not in w}
     assert warnings == {w for w in expected.warnings if w is not None}, context
@@ -193,6 +221,8 @@ def _input_number(column: str) -> int:
     """Every column of input i ends in i (k3, order1), whatever view renames it."""
     return int(re.search(r"\d+$", column).group())
 
+
+_KEPT_AS_PLANNED = "Streaming joins run as Spark planned them"
 
 # What the advisor says that the rule does not log: that an input left over by max-tables joins
 # by Spark's join, or that a tree has no stateful join at all.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from pyspark.sql import SparkSession
 
@@ -38,8 +38,9 @@ class RuleVerdict:
 
 
 def rule_verdict(spark: SparkSession, sql: str, owner: Callable[[str], str], *,
-                 enabled: bool = True, max_tables: int | None = None) -> RuleVerdict:
-    confs: dict[str, object] = {ENABLED_KEY: False, MAX_TABLES_KEY: max_tables,
+                 enabled: bool = True, max_tables: int | None = None,
+                 conf: Mapping[str, object] | None = None) -> RuleVerdict:
+    confs: dict[str, object] = {**(conf or {}), ENABLED_KEY: False, MAX_TABLES_KEY: max_tables,
                                 _UNSUPPORTED_OPERATION_CHECK: False}
     with session_conf(spark, confs):
         plan = spark.sql(sql)._jdf.queryExecution().optimizedPlan()

@@ -15,9 +15,12 @@ from typing import Iterable, Mapping, Sequence
 from sqlglot import exp
 
 from spark_multijoin._advisor._chains import (
+    CHECKPOINT_FORMAT_KEY,
     ENABLED_KEY,
     HINT,
     MAX_TABLES_KEY,
+    PROVIDER_KEY,
+    ROCKSDB_PROVIDER,
     STATE_TTL_KEY,
     Settings,
 )
@@ -61,9 +64,10 @@ def advise(sql: str, *, streaming: Iterable[str] | None = None, dialect: str = "
     An input is streaming when it is read with `STREAM(name)` or `STREAM name`, or named (table
     or alias) in `streaming`; with neither, every input is. `conf` holds the rule's confs
     (`multi-join.enabled`, unlike in Spark, is taken as true unless set; `multi-join.max-tables`,
-    `multi-join.state-ttl`). `schema` (table -> column -> type), as sqlglot takes it, places the
-    columns a query does not qualify. The state store is taken to be RocksDB, as
-    `configure_spark_with_multijoin` sets it.
+    `multi-join.state-ttl`) and the state store's (`spark.sql.streaming.stateStore.providerClass`
+    and `.checkpointFormatVersion`). `schema` (table -> column -> type), as sqlglot takes it,
+    places the columns a query does not qualify. Where no provider is set, the state store is
+    taken to be RocksDB, as `configure_spark_with_multijoin` sets it.
     """
     return [verdict for advice in advise_sources([("<sql>", sql)], streaming=streaming,
                                                   dialect=dialect, conf=conf, schema=schema)
@@ -124,8 +128,33 @@ def _settings(conf: Mapping[str, str], trees: StatementTrees) -> tuple[Settings,
                 for name in trees.hint_names if name not in trees.named_leaves]
     named = None if enabled else frozenset().union(
         *(trees.named_leaves[name] for name in trees.hint_names if name in trees.named_leaves))
-    return Settings(int(max_tables) if max_tables else None,
-                    bool(conf.get(STATE_TTL_KEY, "").strip()), named), warnings
+    state_ttl = bool(conf.get(STATE_TTL_KEY, "").strip())
+    unknown = None if PROVIDER_KEY in conf or not state_ttl else (
+        f"The state store is not known here: on Spark's in-memory state store (Spark's default, "
+        f"where {PROVIDER_KEY} is not set to RocksDB as the Python helper sets it) "
+        f"{STATE_TTL_KEY} keeps every streaming join as Spark planned it.")
+    return Settings(int(max_tables) if max_tables else None, state_ttl, named,
+                    _store_problem(conf, state_ttl), unknown), warnings
+
+
+def _store_problem(conf: Mapping[str, str], state_ttl: bool) -> str | None:
+    """As the rule's `StateLayout.forSession`, in its words: why the session's state store keeps
+    every streaming join as Spark planned it, or None. No provider set: RocksDB."""
+    version = conf.get(CHECKPOINT_FORMAT_KEY, "1").strip()
+    provider = conf.get(PROVIDER_KEY, ROCKSDB_PROVIDER).strip()
+    if version != "1":
+        return ("the multi-join supports only state store checkpoint format version 1; "
+                f"{CHECKPOINT_FORMAT_KEY} is {version}.")
+    if provider.endswith(".RocksDBStateStoreProvider"):
+        return None
+    if provider.endswith(".HDFSBackedStateStoreProvider"):
+        return None if not state_ttl else (
+            f"{STATE_TTL_KEY} is set, and on Spark's in-memory state store the multi-join keeps "
+            f"no store times to expire rows by. Unset it, or set {PROVIDER_KEY} to "
+            f"{ROCKSDB_PROVIDER} for a new query.")
+    return ("the multi-join keeps its state in RocksDB or in Spark's in-memory state store, and "
+            f"{PROVIDER_KEY} is '{provider}'. Set it to {ROCKSDB_PROVIDER} (the Python helper "
+            "configure_spark_with_multijoin does this) for a new query.")
 
 
 def _conf_key(key: str) -> str:

@@ -35,16 +35,23 @@ HINT = "MULTI_JOIN"
 ENABLED_KEY = "multi-join.enabled"
 MAX_TABLES_KEY = "multi-join.max-tables"
 STATE_TTL_KEY = "multi-join.state-ttl"
+PROVIDER_KEY = "spark.sql.streaming.stateStore.providerClass"
+CHECKPOINT_FORMAT_KEY = "spark.sql.streaming.stateStore.checkpointFormatVersion"
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
 @dataclass(frozen=True)
 class Settings:
     """What the rule reads besides the plan: its confs, and the leaves the MULTI_JOIN hint names
-    where the hint is what enables it (None: the conf enables it for every chain)."""
+    where the hint is what enables it (None: the conf enables it for every chain); why the
+    session's state store keeps every streaming join as Spark planned it (None: it does not), and
+    what the advisor cannot tell of that store."""
 
     max_tables: int | None
     state_ttl: bool
     named: frozenset[str] | None
+    store_problem: str | None = None
+    store_unknown: str | None = None
 
 
 @dataclass(eq=False)

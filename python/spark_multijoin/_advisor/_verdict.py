@@ -115,7 +115,14 @@ def verdict_of(root: Tree, context: TreeContext) -> Verdict:
             f"Streaming joins run as Spark planned them: {ENABLED_KEY} is false. Set it to "
             "true to run chains of joins on one key as one StreamingMultiJoin (or name a "
             f"chain's inputs in the {HINT} hint).")
+    elif context.settings.store_problem and _has_chain_join(root):
+        # The rule logs it as a warning: a conf keeps every chain from fusing.
+        problem = f"Streaming joins run as Spark planned them: {context.settings.store_problem}"
+        walk.reasons.append(problem)
+        context.warnings.append(problem)
     else:
+        if context.settings.store_unknown and _has_chain_join(root):
+            context.unknowns.append(context.settings.store_unknown)
         walk.visit(root)
         if not walk.outcomes and not walk.reasons:
             walk.reasons.append("No join here has streaming inputs on both sides: joins of a "
