@@ -40,8 +40,8 @@ def configure_spark_with_multijoin(builder: SparkSession.Builder) -> SparkSessio
 
     Adds the bundled jar to `spark.jars` and the extension to `spark.sql.extensions`, after
     what is already there, and sets the RocksDB state store provider unless one was chosen
-    (the multi-join runs on RocksDB, and on Spark's in-memory store, Spark's default, without
-    `multi-join.state-ttl`). Unless set, it also turns on RocksDB's
+    (the multi-join runs on RocksDB, and on Spark's in-memory store, Spark's default). Unless
+    set, it also turns on RocksDB's
     changelog checkpointing: a commit then writes the batch's changes rather than a snapshot of
     the store, which Spark supports on new and existing checkpoints alike. Unless a checkpoint
     file manager is set, it sets one that writes checkpoints on the local file system without

@@ -8,6 +8,7 @@ import pytest
 from pyspark.errors import IllegalArgumentException
 
 from spark_multijoin import read_state
+from spark_multijoin._config import STATE_TTL_KEY
 from support.generators import join_on_k, keyed_inputs
 from support.runs import STATE_STORES, run_to_parquet, session_conf
 
@@ -15,17 +16,19 @@ N_INPUTS = 3
 N_BATCHES = 2
 
 
-@pytest.fixture(scope="module", params=sorted(STATE_STORES))
+@pytest.fixture(scope="module", params=[(store, None) for store in sorted(STATE_STORES)] +
+                [("in-memory", "1h")], ids=lambda param: "-".join(filter(None, param)))
 def checkpoint(spark, tmp_path_factory, request):
-    """An inner chain without time bounds, stopped after its micro-batches, on each state store:
-    every row with a non-null key is stored, in the micro-batch of its file (one file per
-    trigger)."""
+    """An inner chain without time bounds, stopped after its micro-batches, on each state store,
+    and on the in-memory one with a state TTL (whose rows keep their store times): every row with
+    a non-null key is stored, in the micro-batch of its file (one file per trigger)."""
+    store, ttl = request.param
     root = tmp_path_factory.mktemp("read_state")
     inputs = keyed_inputs(root / "inputs", N_INPUTS, seed=3, n_batches=N_BATCHES)
     for i in range(N_INPUTS):
         inputs.batches[i][1].append({"k": None, f"v{i}": 7})  # never stored
         inputs.write_batch(i, 1, inputs.batches[i][1])
-    with session_conf(spark, STATE_STORES[request.param]):
+    with session_conf(spark, {**STATE_STORES[store], STATE_TTL_KEY: ttl}):
         run_to_parquet(spark, inputs, join_on_k, enabled=True, checkpoint=root / "ckpt",
                        output=root / "out")
     return root / "ckpt", inputs

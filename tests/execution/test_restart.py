@@ -9,6 +9,7 @@ from collections import Counter
 import pytest
 from pyspark.errors import StreamingQueryException
 
+from spark_multijoin._config import STATE_TTL_KEY
 from support.data import Inputs
 from support.generators import join_on_k, keyed_inputs
 from support.runs import STATE_STORES, batch_rows, run_to_parquet, session_conf
@@ -21,15 +22,18 @@ ROW_CHECKSUMS = {"spark.sql.streaming.stateStore.rowChecksum.enabled": "true",
                  "spark.sql.streaming.stateStore.rowChecksum.readVerificationRatio": "1"}
 
 
-@pytest.mark.parametrize("store, layout_version", [("rocksdb", 3), ("in-memory", 4)])
-def test_restart_resumes_with_state(spark, tmp_path, store, layout_version):
+# With a state TTL (longer than the test) each row keeps its store time: on the in-memory store,
+# in the row's value.
+@pytest.mark.parametrize("store, ttl, layout_version", [
+    ("rocksdb", None, 3), ("in-memory", None, 4), ("in-memory", "1h", 4)])
+def test_restart_resumes_with_state(spark, tmp_path, store, ttl, layout_version):
     rng = random.Random(11)
     inputs = Inputs(tmp_path / "inputs", [f"k int, v{i} int" for i in range(N_INPUTS)])
     batches = [[[{"k": rng.randrange(6), f"v{i}": rng.randrange(100)} for _ in range(5)]
                 for _ in range(N_BATCHES)] for i in range(N_INPUTS)]
 
     def run(checkpoint, output, enabled):
-        with session_conf(spark, {**ROW_CHECKSUMS, **STATE_STORES[store]}):
+        with session_conf(spark, {**ROW_CHECKSUMS, **STATE_STORES[store], STATE_TTL_KEY: ttl}):
             return run_to_parquet(spark, inputs, join_on_k, enabled=enabled,
                                   checkpoint=tmp_path / checkpoint, output=tmp_path / output)
 
@@ -65,7 +69,7 @@ def test_restart_resumes_with_state(spark, tmp_path, store, layout_version):
     assert properties == {"stateFormatVersion": layout_version, "maxTables": None,
                           "joinTree": {"parents": [None] * N_INPUTS, "outerOrder": [],
                                        "fullOuter": []},
-                          "storeTimes": False}
+                          "storeTimes": ttl is not None}
 
 
 @pytest.mark.parametrize("first, then, error", [

@@ -128,30 +128,22 @@ def _settings(conf: Mapping[str, str], trees: StatementTrees) -> tuple[Settings,
                 for name in trees.hint_names if name not in trees.named_leaves]
     named = None if enabled else frozenset().union(
         *(trees.named_leaves[name] for name in trees.hint_names if name in trees.named_leaves))
-    state_ttl = bool(conf.get(STATE_TTL_KEY, "").strip())
-    unknown = None if PROVIDER_KEY in conf or not state_ttl else (
-        f"The state store is not known here: on Spark's in-memory state store (Spark's default, "
-        f"where {PROVIDER_KEY} is not set to RocksDB as the Python helper sets it) "
-        f"{STATE_TTL_KEY} keeps every streaming join as Spark planned it.")
-    return Settings(int(max_tables) if max_tables else None, state_ttl, named,
-                    _store_problem(conf, state_ttl), unknown), warnings
+    return Settings(int(max_tables) if max_tables else None,
+                    bool(conf.get(STATE_TTL_KEY, "").strip()), named,
+                    _store_problem(conf)), warnings
 
 
-def _store_problem(conf: Mapping[str, str], state_ttl: bool) -> str | None:
+def _store_problem(conf: Mapping[str, str]) -> str | None:
     """As the rule's `StateLayout.forSession`, in its words: why the session's state store keeps
-    every streaming join as Spark planned it, or None. No provider set: RocksDB."""
+    every streaming join as Spark planned it, or None. No provider set: RocksDB, whose verdicts
+    are those of Spark's in-memory store too."""
     version = conf.get(CHECKPOINT_FORMAT_KEY, "1").strip()
     provider = conf.get(PROVIDER_KEY, ROCKSDB_PROVIDER).strip()
     if version != "1":
         return ("the multi-join supports only state store checkpoint format version 1; "
                 f"{CHECKPOINT_FORMAT_KEY} is {version}.")
-    if provider.endswith(".RocksDBStateStoreProvider"):
+    if provider.endswith((".RocksDBStateStoreProvider", ".HDFSBackedStateStoreProvider")):
         return None
-    if provider.endswith(".HDFSBackedStateStoreProvider"):
-        return None if not state_ttl else (
-            f"{STATE_TTL_KEY} is set, and on Spark's in-memory state store the multi-join keeps "
-            f"no store times to expire rows by. Unset it, or set {PROVIDER_KEY} to "
-            f"{ROCKSDB_PROVIDER} for a new query.")
     return ("the multi-join keeps its state in RocksDB or in Spark's in-memory state store, and "
             f"{PROVIDER_KEY} is '{provider}'. Set it to {ROCKSDB_PROVIDER} (the Python helper "
             "configure_spark_with_multijoin does this) for a new query.")

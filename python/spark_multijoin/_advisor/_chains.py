@@ -43,15 +43,13 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 @dataclass(frozen=True)
 class Settings:
     """What the rule reads besides the plan: its confs, and the leaves the MULTI_JOIN hint names
-    where the hint is what enables it (None: the conf enables it for every chain); why the
-    session's state store keeps every streaming join as Spark planned it (None: it does not), and
-    what the advisor cannot tell of that store."""
+    where the hint is what enables it (None: the conf enables it for every chain), and why the
+    session's state store keeps every streaming join as Spark planned it (None: it does not)."""
 
     max_tables: int | None
     state_ttl: bool
     named: frozenset[str] | None
     store_problem: str | None = None
-    store_unknown: str | None = None
 
 
 @dataclass(eq=False)

@@ -121,8 +121,6 @@ def verdict_of(root: Tree, context: TreeContext) -> Verdict:
         walk.reasons.append(problem)
         context.warnings.append(problem)
     else:
-        if context.settings.store_unknown and _has_chain_join(root):
-            context.unknowns.append(context.settings.store_unknown)
         walk.visit(root)
         if not walk.outcomes and not walk.reasons:
             walk.reasons.append("No join here has streaming inputs on both sides: joins of a "

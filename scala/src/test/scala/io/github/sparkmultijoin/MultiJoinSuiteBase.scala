@@ -45,6 +45,9 @@ object MultiJoinSuiteBase {
   val RocksDbProvider =
     "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
+  val InMemoryProvider =
+    "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+
   lazy val session: SparkSession = SparkSession.builder()
     .master("local[2]")
     .appName("spark-multijoin-scala-tests")

@@ -1,7 +1,6 @@
 package io.github.sparkmultijoin.analysis
 
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.multijoin.MultiJoinConf
 
 /**
  * How a multi-join lays out its state, which the session's state store provider decides: the
@@ -24,7 +23,7 @@ object StateLayout {
   /**
    * Spark's in-memory store (`HDFSBackedStateStoreProvider`, Spark's default): one keyspace, one
    * value per key, no order. It holds every input's rows under a join key as one value; evicting
-   * by event time reads every row, and no store time is kept for a state TTL.
+   * by event time, or by a state TTL, reads every row.
    */
   case object OneValuePerKey extends StateLayout(4)
 
@@ -41,11 +40,7 @@ object StateLayout {
     } else if (provider.endsWith(s".$RocksDbProvider")) {
       Right(ColumnFamilies)
     } else if (provider.endsWith(s".$InMemoryProvider")) {
-      if (MultiJoinConf.stateTtlMs(conf).isEmpty) Right(OneValuePerKey)
-      else Left(s"${MultiJoinConf.STATE_TTL.key} is set, and on Spark's in-memory state store " +
-        "the multi-join keeps no store times to expire rows by. Unset it, or set " +
-        s"${SQLConf.STATE_STORE_PROVIDER_CLASS.key} to " +
-        s"org.apache.spark.sql.execution.streaming.state.$RocksDbProvider for a new query.")
+      Right(OneValuePerKey)
     } else {
       Left(s"the multi-join keeps its state in RocksDB or in Spark's in-memory state store, and " +
         s"${SQLConf.STATE_STORE_PROVIDER_CLASS.key} is '$provider'. Set it to " +

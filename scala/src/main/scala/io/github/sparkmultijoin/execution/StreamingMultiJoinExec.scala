@@ -154,7 +154,7 @@ case class StreamingMultiJoinExec(
     case StateLayout.ColumnFamilies => MultiJoinStateManager.columnFamilySchemas(
         keySchema, inputSchemas, eventTimes.map(_.isDefined), stateTtlMs.isDefined)
     case StateLayout.OneValuePerKey =>
-      val family = OneValuePerKeyRows.familySchema(keySchema)
+      val family = OneValuePerKeyRows.familySchema(keySchema, stateTtlMs.isDefined)
       Map(family.colFamilyName -> family)
   }
 
@@ -304,7 +304,8 @@ case class StreamingMultiJoinExec(
         val unused = StructType(Nil).add("unused", "int")
         (unused, unused)
       case StateLayout.OneValuePerKey =>
-        (OneValuePerKeyRows.storeKeySchema(keySchema), OneValuePerKeyRows.StoreValueSchema)
+        (OneValuePerKeyRows.storeKeySchema(keySchema),
+          OneValuePerKeyRows.storeValueSchema(stateTtlMs.isDefined))
     }
     child.execute().mapPartitionsWithStateStore(
       info, storeKeySchema, storeValueSchema, NoPrefixKeyStateEncoderSpec(storeKeySchema),
@@ -371,7 +372,7 @@ case class StreamingMultiJoinExec(
       conjuncts, tree)
     val join = CompiledJoins.lend(spec)
     TaskContext.get().addTaskCompletionListener[Unit] { task =>
-      if (!task.isFailed && !task.isInterrupted) CompiledJoins.takeBack(spec, join)
+      if (!task.isFailed() && !task.isInterrupted()) CompiledJoins.takeBack(spec, join)
     }
     join
   }

@@ -39,9 +39,10 @@ import org.apache.spark.sql.types.{BinaryType, BooleanType, DataType, IntegerTyp
  *
  * Version 4, for Spark's in-memory state store ([[StateLayout.OneValuePerKey]]), which has no
  * column families, several values per key or order: the same values as `rows` and `rowCounts`,
- * each key's rows as one array ([[OneValuePerKeyRows]]), and no time indexes: eviction and
- * finding the rows that became final read every key's rows, as Spark's own joins do on that
- * store, and a state TTL, which would need each row's store time, is not offered on it.
+ * each key's rows as one array ([[OneValuePerKeyRows]]), and no time indexes: eviction, expiry
+ * and finding the rows that became final read every key's rows, as Spark's own joins do on that
+ * store. With a state TTL each row's value ends with the start time (ms) of the batch that
+ * stored it ([[StoredRowWithTimeSchema]]), which version 3 keeps in `input<i>ByStoreTime`.
  *
  * Version 2 kept each input's rows in a family of their own, `input<i>`, keyed by the row's id,
  * and read an input's rows under a key with a prefix scan: one per input and key, each a new
@@ -92,8 +93,8 @@ class MultiJoinStateManager(
   // rows to evict them.
   private val usesColumnFamilies = layout == StateLayout.ColumnFamilies
 
-  require(usesColumnFamilies || storeTimeMs.isEmpty,
-    s"state layout $layout keeps no store times to expire rows by")
+  // Version 4 has no store-time index: with a state TTL, each row keeps its store time itself.
+  private val storeTimeInRows = !usesColumnFamilies && storeTimeMs.isDefined
 
   if (usesColumnFamilies) {
     columnFamilySchemas(keySchema, inputSchemas, timeOrdinals.map(_.isDefined),
@@ -107,7 +108,7 @@ class MultiJoinStateManager(
 
   private val storedRows: StoredRows = layout match {
     case StateLayout.ColumnFamilies => new ColumnFamilyRows(store)
-    case StateLayout.OneValuePerKey => new OneValuePerKeyRows(store, keySchema)
+    case StateLayout.OneValuePerKey => new OneValuePerKeyRows(store, keySchema, storeTimeInRows)
   }
 
   private val numInputs = inputSchemas.length
@@ -129,8 +130,9 @@ class MultiJoinStateManager(
   private lazy val placeholder = UnsafeProjection.create(Array[DataType](BooleanType))(
     InternalRow(true)).copy()
 
-  private val storedValue = new GenericInternalRow(StoredRowSchema.length)
-  private val storedValueProjection = boundProjection(StoredRowSchema, 0)
+  private val storedValueSchema = storedRowSchema(storeTimeInRows)
+  private val storedValue = new GenericInternalRow(storedValueSchema.length)
+  private val storedValueProjection = boundProjection(storedValueSchema, 0)
 
   private val timeFamilies = inputSchemas.indices.map(timeFamily).toArray
 
@@ -230,6 +232,7 @@ class MultiJoinStateManager(
     storedValue.setLong(BatchIdOrdinal, rowBatchId)
     storedValue.setLong(RowIndexOrdinal, rowIndex)
     storedValue.update(RowBytesOrdinal, row.getBytes)
+    if (storeTimeInRows) storedValue.setLong(StoreTimeOrdinal, storeTimeMs.get)
     storedValueProjection(storedValue)
   }
 
@@ -313,11 +316,17 @@ class MultiJoinStateManager(
     removeRows(due).length
   }
 
-  /** [[evict]] without time indexes: each key's rows are read, and rewritten where some go. */
-  private def evictByScan(bounds: Map[Int, Long]): Long = {
+  /** [[evict]] without time indexes. */
+  private def evictByScan(bounds: Map[Int, Long]): Long =
+    removeByScan(value =>
+      bounds.get(value.getInt(InputOrdinal)).exists(bound => eventTimeOf(value) <= bound))
+
+  /**
+   * Removes the stored values that are `due`, without indexes: each key's rows are read, and
+   * rewritten where some go. Returns how many were removed.
+   */
+  private def removeByScan(isDue: UnsafeRow => Boolean): Long = {
     writeAppendedRows()
-    def isDue(value: UnsafeRow) = bounds.get(value.getInt(InputOrdinal)).exists(bound =>
-      eventTimeOf(value) <= bound)
     val rewrites = oneValuePerKeyRows.keysAndRows.flatMap { case (key, values) =>
       val (gone, kept) = values.toArray.partition(isDue)
       if (gone.isEmpty) None else Some((key, gone.map(_.getInt(InputOrdinal)), kept.map(_.copy())))
@@ -384,11 +393,20 @@ class MultiJoinStateManager(
 
   /**
    * Removes the rows stored by a batch that started at or before `storedAtOrBeforeMs` (a state
-   * TTL; only with `storeTimeMs`), reading only those. Returns how many were removed. A row
-   * evicted by its event time since left its entry in the store-time index, which goes now.
+   * TTL; only with `storeTimeMs`), reading only those from the store-time index; in version 4,
+   * scanning every row. Returns how many were removed.
    */
   def expire(storedAtOrBeforeMs: Long): Long = {
     require(storeTimeMs.isDefined, "rows have store times only with a state TTL")
+    if (usesColumnFamilies) expireByStoreTimeIndex(storedAtOrBeforeMs)
+    else removeByScan(_.getLong(StoreTimeOrdinal) <= storedAtOrBeforeMs)
+  }
+
+  /**
+   * [[expire]] by the store-time index. A row evicted by its event time since left its entry in
+   * that index, which goes now.
+   */
+  private def expireByStoreTimeIndex(storedAtOrBeforeMs: Long): Long = {
     val due = inputSchemas.indices.flatMap { input =>
       takeKeysAtOrBelow(storeTimeFamily(input), storedAtOrBeforeMs).map(rowIdOfTimeKey(_).copy())
     }
@@ -562,6 +580,19 @@ object MultiJoinStateManager {
   val BatchIdOrdinal = 1
   val RowIndexOrdinal = 2
   val RowBytesOrdinal = 3
+
+  /**
+   * A stored row in layout version 4 with a state TTL: [[StoredRowSchema]], then the start time
+   * (ms) of the batch that stored it.
+   */
+  val StoredRowWithTimeSchema: StructType =
+    StoredRowSchema.add("storeTimeMs", LongType, nullable = false)
+
+  val StoreTimeOrdinal = 4
+
+  /** The schema of a stored row: with its store time, or as [[StoredRowSchema]]. */
+  def storedRowSchema(withStoreTime: Boolean): StructType =
+    if (withStoreTime) StoredRowWithTimeSchema else StoredRowSchema
 
   /**
    * The input row a value of `rows` ([[StoredRowSchema]]) holds, of `numFields` columns, in an

@@ -178,9 +178,10 @@ object MultiJoinStateReader {
     // With column families the store's default family stays empty, as in StreamingMultiJoinExec.
     val unused = StructType(Nil).add("unused", "int")
     val (keySchema, valueSchema) =
-      if (inMemory)
-        (defaultFamily(storeId, families).keySchema, OneValuePerKeyRows.StoreValueSchema)
-      else (unused, unused)
+      if (inMemory) {
+        val family = defaultFamily(storeId, families)
+        (family.keySchema, family.valueSchema)
+      } else (unused, unused)
     val provider = StateStoreProvider.createAndInit(
       StateStoreProviderId(storeId, UUID.randomUUID()), keySchema, valueSchema,
       NoPrefixKeyStateEncoderSpec(keySchema), useColumnFamilies = !inMemory, storeConf,
@@ -196,7 +197,7 @@ object MultiJoinStateReader {
     val project = UnsafeProjection.create(schema)
     val numFields = schema.length - 2
     val rows =
-      if (inMemory) inputRows(OneValuePerKeyRows.all(store), input, numFields)
+      if (inMemory) inputRows(OneValuePerKeyRows.all(store, valueSchema), input, numFields)
       else storedRows(store, input, numFields, families)
     rows.map {
       case (row, rowBatchId) =>

@@ -56,19 +56,24 @@ private[state] class ColumnFamilyRows(store: StateStore) extends StoredRows {
 
 /**
  * Layout version 4, for Spark's in-memory state store, which has one keyspace and one value per
- * key ([[OneValuePerKeyRows.storeKeySchema]], [[OneValuePerKeyRows.StoreValueSchema]]):
+ * key ([[OneValuePerKeyRows.storeKeySchema]], [[OneValuePerKeyRows.storeValueSchema]]):
  *  - under (the join key's columns, -1): every input's rows under the join key, as one array of
- *    [[MultiJoinStateManager.StoredRowSchema]] values. Adding rows rewrites the key's array, which
+ *    [[MultiJoinStateManager.StoredRowSchema]] values (with a state TTL,
+ *    [[MultiJoinStateManager.StoredRowWithTimeSchema]]). Adding rows rewrites the key's array, which
  *    the batch reads anyway to join the rows it adds; a batch adds a key's rows at once, unless
  *    they pass the manager's memory bound.
  *  - under (nulls, the input's index): the input's row count.
- * Nothing in it is ordered: eviction by event time reads every key's rows
- * ([[MultiJoinStateManager.evict]]), and there is nothing to expire rows by a TTL with.
+ * Nothing in it is ordered: eviction by event time and expiry by a TTL read every key's rows
+ * ([[MultiJoinStateManager.evict]], [[MultiJoinStateManager.expire]]).
  *
- * @param store     the partition's store, opened with the schemas of this layout
- * @param keySchema the join key's schema
+ * @param store          the partition's store, opened with the schemas of this layout
+ * @param keySchema      the join key's schema
+ * @param withStoreTimes whether each row keeps the time it was stored (a state TTL)
  */
-private[state] class OneValuePerKeyRows(store: StateStore, keySchema: StructType)
+private[state] class OneValuePerKeyRows(
+    store: StateStore,
+    keySchema: StructType,
+    withStoreTimes: Boolean)
   extends StoredRows {
   import OneValuePerKeyRows._
 
@@ -77,8 +82,9 @@ private[state] class OneValuePerKeyRows(store: StateStore, keySchema: StructType
   private val keyAndSlot = new JoinedRow
   private val storeKey = MultiJoinStateManager.boundProjection(storeKeySchema(keySchema), 0)
   private val countEntryKey = new GenericInternalRow(numKeyColumns + 1)
-  private val storeValue = UnsafeProjection.create(StoreValueSchema)
-  private val value = new GenericInternalRow(StoreValueSchema.length)
+  private val storeValue = UnsafeProjection.create(storeValueSchema(withStoreTimes))
+  private val value = new GenericInternalRow(CountOrdinal + 1)
+  private val storedRowWidth = MultiJoinStateManager.storedRowSchema(withStoreTimes).length
   private val joinKey = MultiJoinStateManager.boundProjection(keySchema, 0)
 
   private def rowsKey(key: UnsafeRow): UnsafeRow = {
@@ -93,7 +99,7 @@ private[state] class OneValuePerKeyRows(store: StateStore, keySchema: StructType
 
   override def under(key: UnsafeRow): Iterator[UnsafeRow] = {
     val stored = store.get(rowsKey(key))
-    if (stored == null) Iterator.empty else rowsOf(stored)
+    if (stored == null) Iterator.empty else rowsOf(stored, storedRowWidth)
   }
 
   override def add(key: UnsafeRow, rows: Array[UnsafeRow]): Unit =
@@ -110,7 +116,7 @@ private[state] class OneValuePerKeyRows(store: StateStore, keySchema: StructType
   /** Every join key with rows, copied, with its rows, not copied. */
   def keysAndRows: Iterator[(UnsafeRow, Iterator[UnsafeRow])] =
     store.iterator().filter(_.key.getInt(numKeyColumns) == RowsSlot).map { pair =>
-      (joinKey(pair.key).copy(), rowsOf(pair.value))
+      (joinKey(pair.key).copy(), rowsOf(pair.value, storedRowWidth))
     }
 
   override def count(input: Int): Long = {
@@ -127,35 +133,44 @@ private[state] class OneValuePerKeyRows(store: StateStore, keySchema: StructType
 
 object OneValuePerKeyRows {
 
-  /** Every row in `store` (opened with this layout's schemas), of any input, not copied. */
-  def all(store: StateStore): Iterator[UnsafeRow] =
-    store.iterator().map(_.value).filterNot(_.isNullAt(RowsOrdinal)).flatMap(rowsOf)
+  /**
+   * Every row in `store`, of any input, not copied. The store was opened with this layout's
+   * schemas, its values' being `valueSchema` ([[storeValueSchema]]).
+   */
+  def all(store: StateStore, valueSchema: StructType): Iterator[UnsafeRow] = {
+    val storedRowWidth = valueSchema(RowsOrdinal).dataType match {
+      case ArrayType(row: StructType, _) => row.length
+      case other => throw new IllegalArgumentException(s"not a value of layout version 4: $other")
+    }
+    store.iterator().map(_.value).filterNot(_.isNullAt(RowsOrdinal))
+      .flatMap(rowsOf(_, storedRowWidth))
+  }
 
-  /** The rows a value of a join key holds, not copied. */
-  private def rowsOf(value: UnsafeRow): Iterator[UnsafeRow] = {
+  /** The rows a value of a join key holds, each of `width` fields, not copied. */
+  private def rowsOf(value: UnsafeRow, width: Int): Iterator[UnsafeRow] = {
     val rows = value.getArray(RowsOrdinal)
-    Iterator.range(0, rows.numElements).map(rows.getStruct(_, StoredRowWidth))
+    Iterator.range(0, rows.numElements).map(rows.getStruct(_, width))
   }
 
   private val RowsSlot = -1
   private val RowsOrdinal = 0
   private val CountOrdinal = 1
-  private val StoredRowWidth = MultiJoinStateManager.StoredRowSchema.length
 
   /** The store's key: the join key's columns (null in a count's key), then the entry's slot. */
   def storeKeySchema(keySchema: StructType): StructType =
     StructType(keySchema.fields.map(_.copy(nullable = true)) :+
       StructField("slot", IntegerType, nullable = false))
 
-  /** The store's value: a join key's rows, or an input's row count. */
-  val StoreValueSchema: StructType = new StructType()
-    .add("rows", ArrayType(MultiJoinStateManager.StoredRowSchema, containsNull = false))
+  /** The store's value: a join key's rows (with their store times or not), or a row count. */
+  def storeValueSchema(withStoreTimes: Boolean): StructType = new StructType()
+    .add("rows",
+      ArrayType(MultiJoinStateManager.storedRowSchema(withStoreTimes), containsNull = false))
     .add("count", LongType)
 
   /** The store's one family, for Spark's schema checks. */
-  def familySchema(keySchema: StructType): StateStoreColFamilySchema = {
+  def familySchema(keySchema: StructType, withStoreTimes: Boolean): StateStoreColFamilySchema = {
     val key = storeKeySchema(keySchema)
-    StateStoreColFamilySchema(StateStore.DEFAULT_COL_FAMILY_NAME, 0, key, 0, StoreValueSchema,
-      Some(NoPrefixKeyStateEncoderSpec(key)), None)
+    StateStoreColFamilySchema(StateStore.DEFAULT_COL_FAMILY_NAME, 0, key, 0,
+      storeValueSchema(withStoreTimes), Some(NoPrefixKeyStateEncoderSpec(key)), None)
   }
 }

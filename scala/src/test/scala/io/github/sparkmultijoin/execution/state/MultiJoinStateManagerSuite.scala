@@ -145,15 +145,19 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
 
   /**
    * A partition's provider of Spark's in-memory store, opened as the exec opens it for layout
-   * version 4: one keyspace of that layout's schemas.
+   * version 4: one keyspace of that layout's schemas, its rows with their store times or not.
    */
-  private def withInMemoryProvider[T](body: StateStoreProvider => T): T = withTempDir { dir =>
+  private def withInMemoryProvider[T](body: StateStoreProvider => T): T =
+    withInMemoryProvider(withStoreTimes = false)(body)
+
+  private def withInMemoryProvider[T](withStoreTimes: Boolean)(
+      body: StateStoreProvider => T): T = withTempDir { dir =>
     val storeKeySchema = OneValuePerKeyRows.storeKeySchema(keySchema)
     val hadoopConf = new Configuration
     hadoopConf.set("sql.streaming.runId", UUID.randomUUID.toString) // as a query sets it
     val provider = StateStoreProvider.createAndInit(
       StateStoreProviderId(StateStoreId(dir.getAbsolutePath, 0, 0), UUID.randomUUID),
-      storeKeySchema, OneValuePerKeyRows.StoreValueSchema,
+      storeKeySchema, OneValuePerKeyRows.storeValueSchema(withStoreTimes),
       NoPrefixKeyStateEncoderSpec(storeKeySchema), useColumnFamilies = false,
       new StateStoreConf(new SQLConf), hadoopConf, useMultipleValuesPerKey = false,
       stateSchemaProvider = None)
@@ -599,9 +603,10 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
   }
 
   test("a state TTL removes the rows stored before its bound, with their time index entries") {
-    withProvider { provider =>
+    def test(provider: StateStoreProvider): Unit = {
       def ttlManager(store: StateStore, batch: Long, storedAtMs: Long) = new MultiJoinStateManager(
-        store, keySchema, inputSchemas, timeOrdinals, batch, Long.MaxValue, Some(storedAtMs))
+        store, keySchema, inputSchemas, timeOrdinals, batch, Long.MaxValue, Some(storedAtMs),
+        if (isInMemory(store)) StateLayout.OneValuePerKey else StateLayout.ColumnFamilies)
       val first = provider.getStore(0)
       val batch0 = ttlManager(first, 0, storedAtMs = 1000)
       append(batch0, 0, 1, 1, 10)
@@ -617,12 +622,26 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
         assert(batch1.expire(storedAtOrBeforeMs = 1000) == 2, "rows 1 and 2, not 3 again")
         assert(batch1.rowCounts == Seq(1L, 0L, 0L))
         assert(valuesUnder(batch1, 0, 1) == Seq(4) && valuesUnder(batch1, 2, 1).isEmpty)
-        assert(timeIndex(second, 0) == Seq(30L), "row 1's time index entry went with it")
+        if (!isInMemory(second)) {
+          assert(timeIndex(second, 0) == Seq(30L), "row 1's time index entry went with it")
+        }
         assert(batch1.expire(storedAtOrBeforeMs = 4999) == 0)
         batch1.commit()
       } finally {
         batch1.abortIfNotCommitted()
       }
+      // The next batch reads the rows kept, with their store times, back from the store.
+      val third = provider.getStore(2)
+      val batch2 = ttlManager(third, 2, storedAtMs = 9000)
+      try {
+        assert(batch2.expire(storedAtOrBeforeMs = 4999) == 0)
+        assert(batch2.expire(storedAtOrBeforeMs = 5000) == 1, "row 4, stored at 5000")
+        assert(batch2.rowCounts == Seq(0L, 0L, 0L) && valuesUnder(batch2, 0, 1).isEmpty)
+      } finally {
+        batch2.abortIfNotCommitted()
+      }
     }
+    withProvider(test)
+    withInMemoryProvider(withStoreTimes = true)(test)
   }
 }
