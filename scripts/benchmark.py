@@ -532,12 +532,12 @@ def ratio(a: float, b: float) -> float | None:
 
 
 def markdown(results: list[dict]) -> str:
-    """The README's tables: both modes side by side, then the floor."""
+    """The README's tables: the headline, both modes side by side, then the floor."""
     def pair(result: dict, field: str, scale: float = 1, digits: int = 0) -> str:
         return " / ".join(f"{result[mode][field] / scale:,.{digits}f}"
                           for mode in ("chain", "multi_join"))
 
-    lines = [
+    lines = summary_markdown(results) + [
         "| workload | input rows | output rows | wall s, chain / multi | input rows/s, chain / "
         "multi | p50 / p95 batch ms, chain | p50 / p95 batch ms, multi | peak state rows, "
         "chain / multi | state MB on disk, chain / multi |",
@@ -571,6 +571,36 @@ def markdown(results: list[dict]) -> str:
     lines += in_memory_markdown(results)
     lines += flink_markdown(results)
     return "\n".join(lines) + "\n"
+
+
+# Flink's modes set against the multi-join like for like: state on the heap against Spark's
+# in-memory store, in RocksDB against RocksDB (keys of `flink_ratios`, less the trigger).
+LIKE_FOR_LIKE = {"multi_join_over_in_memory": "Flink MultiJoin (heap) over multi-join (in-memory)",
+                 "multi_join_rocksdb_over": "Flink MultiJoin (RocksDB) over multi-join (RocksDB)"}
+
+
+def summary_markdown(results: list[dict]) -> list[str]:
+    """The headline: the multi-join against Spark's chain (its time against the median of the
+    multi-join's warm runs), and against Flink's MultiJoin like for like where Flink ran, in
+    micro-batches / one trigger (best runs; - where a side did not run)."""
+    with_flink = any("flink_ratios" in r for r in results)
+    heads = ["peak state rows, Spark's chain over multi-join",
+             "wall time, Spark's chain over multi-join (micro-batches)"]
+    heads += [f"{title}, micro-batches / one trigger"
+              for title in LIKE_FOR_LIKE.values()] if with_flink else []
+    lines = ["| workload | " + " | ".join(heads) + " |", "| --- |" + " ---: |" * len(heads)]
+    for r in results:
+        chain, multi = r["chain"], r["multi_join"]
+        cells = [f"{chain['state_rows_peak'] / max(multi['state_rows_peak'], 1):,.1f}x",
+                 f"{chain['wall_seconds'] / r['multi_join_micro_batches_seconds']:.2f}x"]
+        for mode in LIKE_FOR_LIKE if with_flink else ():
+            ratios = r.get("flink_ratios", {})
+            cells.append(" / ".join(
+                "-" if ratios.get(f"{mode}_{trigger}") is None
+                else f"{ratios[f'{mode}_{trigger}']:.2f}x"
+                for trigger in ("micro_batches", "one_trigger")))
+        lines.append(f"| {r['workload']} | " + " | ".join(cells) + " |")
+    return lines + [""]
 
 
 def in_memory_markdown(results: list[dict]) -> list[str]:

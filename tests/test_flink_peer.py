@@ -124,3 +124,28 @@ def test_benchmark_fails_where_flink_ran_another_state_backend(monkeypatch):
     peer["multi_join_rocksdb"]["rocksdb_used"] = False
     with pytest.raises(SystemExit, match="state backends"):
         benchmark.flink_peer_result(workload, Path("/d"), {"output_rows": 10})
+
+
+def test_the_headline_sets_flink_against_the_multi_join_like_for_like():
+    benchmark = load_module(SCRIPTS / "benchmark.py")
+    spark_only = {"workload": "fanout",
+                  "chain": {"wall_seconds": 9.0, "state_rows_peak": 1000},
+                  "multi_join": {"wall_seconds": 3.5, "state_rows_peak": 40},
+                  "multi_join_micro_batches_seconds": 3.0}
+    lines = benchmark.summary_markdown([spark_only])
+    assert lines[2] == "| fanout | 25.0x | 3.00x |" and lines[-1] == ""
+    # Flink on the heap against the in-memory store, in RocksDB against RocksDB; - where the
+    # multi-join did not run on the in-memory store.
+    rocksdb_only = dict(spark_only, flink_ratios={
+        "multi_join_over_micro_batches": 0.9, "multi_join_over_one_trigger": 2.25,
+        "multi_join_rocksdb_over_micro_batches": 1.4, "multi_join_rocksdb_over_one_trigger": 3.5})
+    in_memory = dict(rocksdb_only, flink_ratios={
+        **rocksdb_only["flink_ratios"], "multi_join_over_in_memory_micro_batches": 1.8,
+        "multi_join_over_in_memory_one_trigger": 4.5})
+    lines = benchmark.summary_markdown([spark_only, rocksdb_only, in_memory])
+    assert "| Flink MultiJoin (heap) over multi-join (in-memory), micro-batches / one trigger |" \
+        in lines[0]
+    assert lines[0].count("|") == lines[1].count("|") == lines[2].count("|") == 6
+    assert lines[2:5] == ["| fanout | 25.0x | 3.00x | - / - | - / - |",
+                          "| fanout | 25.0x | 3.00x | - / - | 1.40x / 3.50x |",
+                          "| fanout | 25.0x | 3.00x | 1.80x / 4.50x | 1.40x / 3.50x |"]
