@@ -41,15 +41,14 @@ def configure_spark_with_multijoin(builder: SparkSession.Builder) -> SparkSessio
     Adds the bundled jar to `spark.jars` and the extension to `spark.sql.extensions`, after
     what is already there, and sets the RocksDB state store provider unless one was chosen
     (the multi-join runs on RocksDB, and on Spark's in-memory store, Spark's default). Unless
-    set, it also turns on RocksDB's
-    changelog checkpointing: a commit then writes the batch's changes rather than a snapshot of
-    the store, which Spark supports on new and existing checkpoints alike. Unless a checkpoint
-    file manager is set, it sets one that writes checkpoints on the local file system without
-    starting a process per file (Hadoop's local file system does without its native library,
-    which pyspark does not ship) and leaves every other file system to Spark's default; it
-    applies to every streaming query of the session. The extension starts
-    disabled: turn it on with `spark.conf.set("multi-join.enabled", True)` or
-    `multi_join(spark).enabled = True`.
+    set, it also turns on RocksDB's changelog checkpointing: a commit then writes the batch's
+    changes rather than a snapshot of the store, which Spark supports on new and existing
+    checkpoints alike. Unless a checkpoint file manager is set, it sets one that writes
+    checkpoints on the local file system without starting a process per file (Hadoop's local
+    file system does without its native library, which pyspark does not ship) and leaves every
+    other file system to Spark's default; it applies to every streaming query of the session.
+    The extension starts disabled: turn it on with `spark.conf.set("multi-join.enabled", True)`
+    or `multi_join(spark).enabled = True`.
     """
     # The builder keeps its options in `_options`; reading them is how settings are appended to
     # rather than replaced (delta-spark's helper reads it the same way).

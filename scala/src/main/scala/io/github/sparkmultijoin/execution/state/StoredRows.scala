@@ -59,9 +59,9 @@ private[state] class ColumnFamilyRows(store: StateStore) extends StoredRows {
  * key ([[OneValuePerKeyRows.storeKeySchema]], [[OneValuePerKeyRows.storeValueSchema]]):
  *  - under (the join key's columns, -1): every input's rows under the join key, as one array of
  *    [[MultiJoinStateManager.StoredRowSchema]] values (with a state TTL,
- *    [[MultiJoinStateManager.StoredRowWithTimeSchema]]). Adding rows rewrites the key's array, which
- *    the batch reads anyway to join the rows it adds; a batch adds a key's rows at once, unless
- *    they pass the manager's memory bound.
+ *    [[MultiJoinStateManager.StoredRowWithTimeSchema]]). Adding rows rewrites the key's array,
+ *    which the batch reads anyway to join the rows it adds; a batch adds a key's rows at once,
+ *    unless they pass the manager's memory bound.
  *  - under (nulls, the input's index): the input's row count.
  * Nothing in it is ordered: eviction by event time and expiry by a TTL read every key's rows
  * ([[MultiJoinStateManager.evict]], [[MultiJoinStateManager.expire]]).
