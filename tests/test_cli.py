@@ -45,6 +45,14 @@ def test_confs_and_streaming_names_are_taken(tmp_path, capsys):
     assert main(["advise", "--conf", "multi-join.enabled=false", "--require-fusion",
                  "--streaming", "c", str(query)]) == 1
     assert "multi-join.enabled is false" in capsys.readouterr().out
+    # A state store the multi-join cannot use keeps every chain: said once, as the rule's warning.
+    fuses = tmp_path / "fuses.sql"
+    fuses.write_text(FUSES)
+    provider = "spark.sql.streaming.stateStore.providerClass=com.example.MyStateStoreProvider"
+    assert main(["advise", "--conf", provider, "--require-fusion", str(fuses)]) == 1
+    report = capsys.readouterr().out
+    assert report.count("com.example.MyStateStoreProvider") == 1, report
+    assert "WARNING     Streaming joins run as Spark planned them" in report, report
 
 
 def test_errors_exit_with_2_and_say_where(tmp_path, capsys):
