@@ -385,7 +385,7 @@ class MultiJoinStateManager(
       input: Int,
       isNewlyFinal: (Long, Long) => Boolean): Array[UnsafeRow] = {
     writeAppendedRows()
-    oneValuePerKeyRows.keysAndRows.flatMap(_._2).filter { value =>
+    oneValuePerKeyRows.rows.filter { value =>
       value.getInt(InputOrdinal) == input &&
       isNewlyFinal(eventTimeOf(value), value.getLong(BatchIdOrdinal))
     }.map(inputRow).toArray

@@ -113,6 +113,9 @@ private[state] class OneValuePerKeyRows(
       store.put(rowsKey(key), storeValue(value))
     }
 
+  /** Every stored row, of any input, not copied. */
+  def rows: Iterator[UnsafeRow] = rowsIn(store, storedRowWidth)
+
   /** Every join key with rows, copied, with its rows, not copied. */
   def keysAndRows: Iterator[(UnsafeRow, Iterator[UnsafeRow])] =
     store.iterator().filter(_.key.getInt(numKeyColumns) == RowsSlot).map { pair =>
@@ -137,14 +140,15 @@ object OneValuePerKeyRows {
    * Every row in `store`, of any input, not copied. The store was opened with this layout's
    * schemas, its values' being `valueSchema` ([[storeValueSchema]]).
    */
-  def all(store: StateStore, valueSchema: StructType): Iterator[UnsafeRow] = {
-    val storedRowWidth = valueSchema(RowsOrdinal).dataType match {
-      case ArrayType(row: StructType, _) => row.length
+  def all(store: StateStore, valueSchema: StructType): Iterator[UnsafeRow] =
+    valueSchema(RowsOrdinal).dataType match {
+      case ArrayType(row: StructType, _) => rowsIn(store, row.length)
       case other => throw new IllegalArgumentException(s"not a value of layout version 4: $other")
     }
-    store.iterator().map(_.value).filterNot(_.isNullAt(RowsOrdinal))
-      .flatMap(rowsOf(_, storedRowWidth))
-  }
+
+  /** Every row in `store`, each of `width` fields, not copied. */
+  private def rowsIn(store: StateStore, width: Int): Iterator[UnsafeRow] =
+    store.iterator().map(_.value).filterNot(_.isNullAt(RowsOrdinal)).flatMap(rowsOf(_, width))
 
   /** The rows a value of a join key holds, each of `width` fields, not copied. */
   private def rowsOf(value: UnsafeRow, width: Int): Iterator[UnsafeRow] = {
