@@ -1,4 +1,4 @@
-"""The examples the README shows run, and check their own answers against Spark's; the advisor
+"""The examples the docs show run, and check their own answers against Spark's; the advisor
 reads the pipeline example's SQL files as its run fuses them.
 
 They run in the tests' session (each example's `main()` only builds a session and prints what

@@ -54,7 +54,8 @@ class MultiJoinConfig:
     @property
     def state_ttl(self) -> str | None:
         """How long a multi-join keeps an input row in processing time (Spark's duration
-        syntax, such as "1h"), or None for no TTL. A TTL changes the answer: see the README."""
+        syntax, such as "1h"), or None for no TTL. A TTL changes the answer: see
+        docs/operations.md."""
         return self._optional(STATE_TTL_KEY)
 
     @state_ttl.setter

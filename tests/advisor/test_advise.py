@@ -1,6 +1,6 @@
 """`advise` on what the differential test does not reach: how SQL is read (streaming inputs, SDP
 statements, SET, views, USING), and what the advisor says it cannot know. No Spark here: each
-expectation follows from the rule as its README states it."""
+expectation follows from the rule as docs/what-fuses.md states it."""
 
 from __future__ import annotations
 

@@ -54,7 +54,7 @@ def test_the_advisor_decides_as_the_rule_on_random_sql_chains(spark, sql_inputs,
 WITHIN = "{t} BETWEEN {p} - INTERVAL 10 SECONDS AND {p} + INTERVAL 20 SECONDS"
 WATERMARKED = "STREAM(s{i}) WATERMARK t{i} DELAY OF INTERVAL 10 SECONDS AS a{i}"
 
-# Shapes of the rule's suite and of the README, in SQL: (views to create first, query, names of
+# Shapes of the rule's suite and of the docs, in SQL: (views to create first, query, names of
 # inputs 0, 1, ... as the query names them). The views' statements go to the advisor too.
 FIXED_QUERIES = [
     ([], "SELECT * FROM STREAM(s0) a0 JOIN STREAM(s1) a1 ON a0.k0 = a1.k1 "
