@@ -140,7 +140,7 @@ object EventTimeBounds {
     val times = eventTimeColumns(inputs)
     val inputOfTime = times.zipWithIndex.collect { case (Some(time), i) => time.exprId -> i }.toMap
     // The inputs whose event times a conjunct compares, from its columns: with many inputs,
-    // trying every pair of inputs on every conjunct was most of the rule's time per micro-batch.
+    // trying every pair of inputs on every conjunct is quadratic in the inputs, every micro-batch.
     def comparedInputs(conjunct: Conjunct): Seq[(Int, Int)] = {
       val columns = conjunct.expression.references.toSeq
       columns.flatMap(column => inputOfTime.get(column.exprId)) match {

@@ -23,9 +23,9 @@ import org.apache.spark.sql.internal.SQLConf
  * Spark's default manager writes through (Hadoop's `FileContext`) starts a `readlink` process for
  * every file status a rename checks and a `chmod` for every file it creates, several for each
  * file written atomically. Every micro-batch writes such files: offset, commit and file source
- * log entries, and a changelog per state store partition. Counted with JFR, that was 121 to 163
- * process starts a micro-batch, about half of its time (the README's "Where a micro-batch's time
- * goes"). Hadoop's `FileSystem` API starts no `readlink`, and this manager's file system sets
+ * log entries, and a changelog per state store partition, so those process starts are a large
+ * part of its time (docs/benchmarks.md, "Checkpoint writes and process starts"). Hadoop's
+ * `FileSystem` API starts no `readlink`, and this manager's file system sets
  * permissions through java.nio (see [[NioPermissionRawLocalFileSystem]]), so no `chmod` either.
  *
  * The guarantees on the local file system are the same or stronger: a `FileContext` rename there
@@ -99,7 +99,7 @@ private class LocalFileSystemBasedCheckpointFileManager(path: Path, hadoopConf: 
  * Hadoop's raw local file system, setting permissions through java.nio where Hadoop would start
  * a `chmod` process: without its native library, Hadoop sets the permission of every file it
  * creates, and of every folder it creates with one, that way. A checkpoint file is two files,
- * the file and its checksum, so two processes, about 27 a micro-batch in the benchmark's star.
+ * the file and its checksum, so two processes per checkpoint file.
  *
  * The permission set is the same: `chmod` and `Files.setPosixFilePermissions` both follow links
  * and set the nine permission bits. Hadoop's own path is kept where java.nio has no equivalent:

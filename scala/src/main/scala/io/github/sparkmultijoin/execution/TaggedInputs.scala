@@ -6,8 +6,8 @@ import org.apache.spark.sql.execution.{ProjectExec, SparkPlan, UnionExec}
 
 /**
  * The multi-join's inputs as one plan, so that Spark shuffles them in one exchange: one map
- * stage per micro-batch, where an exchange per input costs a stage each (on a 10-input join, 35
- * to 40 ms more per micro-batch). Each branch of the union tags its input's rows:
+ * stage per micro-batch, where an exchange per input costs a stage each (docs/benchmarks.md has
+ * what that cost). Each branch of the union tags its input's rows:
  *
  *  - `input`: the input's index (int);
  *  - `key0` .. `keyN`: the input's key expressions, whose types are the same for all inputs;

@@ -11,7 +11,7 @@ import org.apache.spark.unsafe.Platform
  * parts, and their variable-length parts, whose offsets are then moved by where each landed.
  * Per output row this is a few copies per input, where an UnsafeProjection of the bound rows
  * reads and writes every column through the row interface. With fan-out, writing output rows
- * is a large part of the join's own work (about 40% on the fanout benchmark). Spark's
+ * is a large part of the join's own work (measured in docs/benchmarks.md). Spark's
  * UnsafeRowJoiner does the same for two rows.
  *
  * The result is byte for byte the row an UnsafeProjection of the inputs' rows writes: a
