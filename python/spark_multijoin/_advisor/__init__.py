@@ -31,9 +31,9 @@ from spark_multijoin._advisor._relations import (
     StatementTrees,
     StreamingInputs,
     defines_view,
-    leaves,
     statement_trees,
 )
+from spark_multijoin._advisor._tree import leaves
 from spark_multijoin._advisor._sql import STREAMING, SqlError, Statement, statements
 from spark_multijoin._advisor._verdict import TreeContext, Verdict, verdict_of
 

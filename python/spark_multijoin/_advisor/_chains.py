@@ -20,7 +20,7 @@ from spark_multijoin._advisor._expressions import (
     null_intolerant_columns,
     unresolved,
 )
-from spark_multijoin._advisor._relations import (
+from spark_multijoin._advisor._tree import (
     Filtered,
     Join,
     Tree,

@@ -30,7 +30,7 @@ from spark_multijoin._advisor._expressions import (
     null_intolerant_columns,
     rejects_nulls_of,
 )
-from spark_multijoin._advisor._relations import Filtered, Join, Leaf, Tree, is_deterministic, leaves
+from spark_multijoin._advisor._tree import Filtered, Join, Leaf, Tree, is_deterministic, leaves
 
 Describe = Callable[[exp.Expr], str]
 

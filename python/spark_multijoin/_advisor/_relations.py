@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping, Union
+from typing import Mapping
 
 from sqlglot import exp
 from sqlglot.errors import OptimizeError
@@ -26,136 +26,11 @@ from sqlglot.optimizer.qualify_columns import qualify_columns
 from sqlglot.optimizer.qualify_tables import qualify_tables
 from sqlglot.optimizer.scope import Scope, build_scope
 
-from spark_multijoin._advisor._expressions import columns, unresolved_column
+from spark_multijoin._advisor._expressions import columns
 from spark_multijoin._advisor._sql import STREAMING, WATERMARK, WRITTEN_NAME, Statement, Watermark
-
-# Functions Spark does not treat as deterministic, which stop the rule at the join or projection
-# that calls them.
-_NONDETERMINISTIC_NODES = (exp.Rand, exp.Randn, exp.Uuid, exp.Shuffle)
-_NONDETERMINISTIC_NAMES = {"monotonically_increasing_id", "spark_partition_id", "input_file_name",
-                           "input_file_block_start", "input_file_block_length", "uniform",
-                           "randstr"}
-
-
-@dataclass(eq=False)
-class Leaf:
-    """An input of a join tree that the rule does not look into.
-
-    `event_time` is the column that carries a watermark, if the advisor knows of one;
-    `event_time_unknown` says what it is, where that keeps the advisor from knowing whether it
-    has one. `covers` are the uids of the leaves inside it (a derived table's), itself included:
-    the MULTI_JOIN hint names an input where it names a relation under it.
-    """
-
-    uid: str
-    name: str
-    streaming: bool
-    event_time: str | None = None
-    event_time_unknown: str | None = None
-    covers: frozenset[str] = frozenset()
-
-    def column(self, name: str) -> exp.Column:
-        return exp.column(name, table=self.uid)
-
-
-@dataclass(eq=False)
-class Join:
-    """A join as written: `kind` is INNER, LEFT, RIGHT, FULL, LEFT SEMI or LEFT ANTI."""
-
-    kind: str
-    left: Tree
-    right: Tree
-    conjuncts: list[exp.Expr]
-
-
-@dataclass(eq=False)
-class Filtered:
-    """A WHERE, or a derived table, view or CTE that only selects and filters: `deterministic`
-    where its filter and its projections are, which is when the rule sees through it. `reads`
-    are the columns its projection reads (None: all it gets, as `SELECT *` does)."""
-
-    child: Tree
-    conjuncts: list[exp.Expr]
-    deterministic: bool
-    alias: str | None = None
-    reads: frozenset[tuple[str, str]] | None = None
-    renames: bool = False  # whether its projection renames or computes a column
-
-
-@dataclass(eq=False)
-class Fused:
-    """A multi-join the rule made of `inputs`, number `number` of its verdict: an input of the
-    joins of Spark's that join it to the rest, which the rule then visits in turn."""
-
-    inputs: list[Tree]
-    number: int
-
-
-Tree = Union[Leaf, Join, Filtered, Fused]
-
-
-def leaves(tree: Tree) -> Iterator[Leaf]:
-    if isinstance(tree, Leaf):
-        yield tree
-    elif isinstance(tree, Join):
-        yield from leaves(tree.left)
-        yield from leaves(tree.right)
-    elif isinstance(tree, Fused):
-        for input_tree in tree.inputs:
-            yield from leaves(input_tree)
-    else:
-        yield from leaves(tree.child)
-
-
-def named_inputs(tree: Tree) -> list[Tree]:
-    """The relations `tree` joins, as the query names them: a leaf, or a view, CTE or derived
-    table (one with an alias) that joins nothing itself."""
-    if isinstance(tree, Join):
-        return named_inputs(tree.left) + named_inputs(tree.right)
-    if isinstance(tree, Filtered) and not (tree.alias and not _joins(tree.child)):
-        return named_inputs(tree.child)
-    return [tree]
-
-
-def _joins(tree: Tree) -> bool:
-    return isinstance(tree, (Join, Fused)) or (isinstance(tree, Filtered) and _joins(tree.child))
-
-
-def name_of(tree: Tree) -> str:
-    """A relation's name as the query gives it (see `named_inputs`); a join of several, by
-    theirs; a multi-join by its number."""
-    under = list(leaves(tree))
-    if isinstance(tree, Fused):
-        return f"(multi-join {tree.number})"
-    if isinstance(tree, Filtered) and tree.alias:
-        return tree.alias
-    if len(under) == 1:
-        return under[0].name
-    return "(" + " JOIN ".join(name_of(named) for named in named_inputs(tree)) + ")"
-
-
-def is_streaming(tree: Tree) -> bool:
-    return any(leaf.streaming for leaf in leaves(tree))
-
-
-def is_deterministic(expression: exp.Expr) -> bool:
-    return not any(isinstance(node, _NONDETERMINISTIC_NODES) or (
-        isinstance(node, exp.Anonymous) and node.name.lower() in _NONDETERMINISTIC_NAMES)
-        for node in expression.walk())
-
-
-def conjuncts_of(condition: exp.Expr | None) -> list[exp.Expr]:
-    """The conjuncts of a condition, a BETWEEN as its two comparisons (as Spark reads it)."""
-    if condition is None:
-        return []
-    condition = condition.unnest()
-    if isinstance(condition, exp.And):
-        return conjuncts_of(condition.this) + conjuncts_of(condition.expression)
-    if isinstance(condition, exp.Between):
-        return [exp.GTE(this=condition.this.copy(), expression=condition.args["low"].copy()),
-                exp.LTE(this=condition.this.copy(), expression=condition.args["high"].copy())]
-    return [condition]
-
+from spark_multijoin._advisor._scopes import Env, LeafEnv, SelectEnv, SourcesEnv, resolved
+from spark_multijoin._advisor._tree import (
+    Filtered, Join, Leaf, Tree, conjuncts_of, is_deterministic, joins, leaves)
 
 @dataclass
 class Definitions:
@@ -237,72 +112,6 @@ def _query_of(expression: exp.Expr) -> exp.Expr | None:
     return None
 
 
-class _Env:
-    """Resolves the output columns of a relation, by name, to its leaves' columns."""
-
-    def resolve(self, name: str) -> exp.Expr:
-        raise NotImplementedError
-
-
-class _LeafEnv(_Env):
-    def __init__(self, leaf: Leaf) -> None:
-        self._leaf = leaf
-
-    def resolve(self, name: str) -> exp.Expr:
-        return self._leaf.column(name)
-
-
-class _SourcesEnv(_Env):
-    """The output of a parenthesized join (`(a JOIN b) ab`): a column of one of its relations,
-    which without a schema is known only where there is one."""
-
-    def __init__(self, sources: list[_Env]) -> None:
-        self._sources = sources
-
-    def resolve(self, name: str) -> exp.Expr:
-        if len(self._sources) == 1:
-            return self._sources[0].resolve(name)
-        return unresolved_column(name)
-
-
-class _SelectEnv(_Env):
-    """The output of a select Spark inlines: each column the expression it selects."""
-
-    def __init__(self, select: exp.Select, sources: dict[str, _Env]) -> None:
-        self._select = select
-        self._sources = sources
-
-    def resolve(self, name: str) -> exp.Expr:
-        stars: list[exp.Expr] = []
-        for item in self._select.expressions:
-            if item.is_star:
-                stars.append(item)
-            elif item.alias_or_name.lower() == name.lower():
-                return resolved(item.this if isinstance(item, exp.Alias) else item,
-                                self._sources)
-        qualified = [star.table for star in stars if isinstance(star, exp.Column)]
-        starred = [self._sources.get(table) for table in qualified] + (
-            list(self._sources.values()) if len(qualified) < len(stars) else [])
-        if len(starred) == 1 and starred[0] is not None:
-            return starred[0].resolve(name)
-        return unresolved_column(name)
-
-
-def resolved(expression: exp.Expr, sources: Mapping[str, _Env]) -> exp.Expr:
-    """`expression` with each column replaced by the leaf column it reads, through `sources`
-    (by alias); an unqualified column is known only where there is one source."""
-    def resolve(node: exp.Expr) -> exp.Expr:
-        if not isinstance(node, exp.Column) or node.is_star:
-            return node
-        if node.table:
-            source = sources.get(node.table)
-            return source.resolve(node.name).copy() if source else unresolved_column(node.sql())
-        if len(sources) == 1:
-            return next(iter(sources.values())).resolve(node.name).copy()
-        return unresolved_column(node.name)
-    return expression.copy().transform(resolve)
-
-
 def _projects_and_filters(select: exp.Select) -> bool:
     """Whether a select only projects and filters, which Spark inlines into the joins around it
     (a deterministic one is then seen through by the rule)."""
@@ -344,7 +153,7 @@ class _Builder:
         self._add_root(tree)
 
     def _add_root(self, tree: Tree) -> None:
-        if _joins(tree):
+        if joins(tree):
             self.roots.append(tree)
 
     def _scope(self, query: exp.Expr) -> Scope | None:
@@ -392,21 +201,21 @@ class _Builder:
             left_aliases.append(right_alias)
 
     def _relation(self, scope: Scope, written: str, watermark: Watermark | None,
-                  stream_read: bool) -> tuple[Tree, _Env]:
+                  stream_read: bool) -> tuple[Tree, Env]:
         """The tree of a query (a derived table, CTE, view or the statement's own): its joins
         where Spark inlines it, else one leaf whose joins make a tree of their own."""
         query = scope.expression
         if watermark is None and isinstance(query, exp.Select) and _projects_and_filters(query):
             tree, sources = self._select(scope, stream_read)
             tree.alias = written
-            return tree, _SelectEnv(query, sources)
+            return tree, SelectEnv(query, sources)
         leaf = self._opaque(scope, written, watermark, stream_read)
-        return leaf, _LeafEnv(leaf)
+        return leaf, LeafEnv(leaf)
 
-    def _select(self, scope: Scope, stream_read: bool) -> tuple[Filtered, dict[str, _Env]]:
+    def _select(self, scope: Scope, stream_read: bool) -> tuple[Filtered, dict[str, Env]]:
         select = scope.expression
         self._take_hint(select)
-        sources: dict[str, _Env] = {}
+        sources: dict[str, Env] = {}
         tree = self._item(select.args["from_"].this, scope, sources, stream_read)
         for join in select.args.get("joins") or []:
             tree = self._join(join, tree, scope, sources, stream_read)
@@ -422,7 +231,7 @@ class _Builder:
                       for item in select.expressions if not item.is_star)
         return Filtered(tree, conjuncts, deterministic, reads=reads, renames=renames), sources
 
-    def _join(self, join: exp.Join, left: Tree, scope: Scope, sources: dict[str, _Env],
+    def _join(self, join: exp.Join, left: Tree, scope: Scope, sources: dict[str, Env],
               stream_read: bool) -> Join:
         right = self._item(join.this, scope, sources, stream_read)
         if join.method == "NATURAL":
@@ -433,7 +242,7 @@ class _Builder:
                     self._conditions(join.args.get("on"), sources))
 
     def _conditions(self, condition: exp.Expr | None,
-                    sources: Mapping[str, _Env]) -> list[exp.Expr]:
+                    sources: Mapping[str, Env]) -> list[exp.Expr]:
         found = []
         for conjunct in conjuncts_of(condition):
             if conjunct.find(exp.Query):
@@ -449,7 +258,7 @@ class _Builder:
             if isinstance(function, exp.Func) and function.name.upper() == "MULTI_JOIN":
                 self.hint_names.extend(argument.name.lower() for argument in function.expressions)
 
-    def _item(self, item: exp.Expr, scope: Scope, sources: dict[str, _Env],
+    def _item(self, item: exp.Expr, scope: Scope, sources: dict[str, Env],
               stream_read: bool) -> Tree:
         """A relation of a FROM clause, its columns made known to `sources` by its alias."""
         if isinstance(item, exp.Subquery) and isinstance(item.this, exp.Table) and \
@@ -467,37 +276,37 @@ class _Builder:
             tree, env = self._view(item, written, stream_read)
         else:
             leaf = self._leaf_of(item, written, stream_read)
-            tree, env = leaf, _LeafEnv(leaf)
+            tree, env = leaf, LeafEnv(leaf)
         sources[alias] = env
         self._name(alias, tree)
         if isinstance(item, exp.Table):
             self._name(item.name, tree)
         return tree
 
-    def _parenthesized_join(self, item: exp.Subquery, scope: Scope, sources: dict[str, _Env],
+    def _parenthesized_join(self, item: exp.Subquery, scope: Scope, sources: dict[str, Env],
                             stream_read: bool) -> Tree:
         """`(a JOIN b ON ...) [alias]`: a join tree of its own, whose relations are in the
         enclosing select's scope."""
         first = item.this.copy()
         first.set("joins", None)
-        inner_sources: dict[str, _Env] = {}
+        inner_sources: dict[str, Env] = {}
         tree = self._item(first, scope, inner_sources, stream_read)
         for join in item.this.args["joins"]:
             tree = self._join(join, tree, scope, inner_sources, stream_read)
         sources.update(inner_sources)
         if item.alias:
-            sources[item.alias] = _SourcesEnv(list(inner_sources.values()))
+            sources[item.alias] = SourcesEnv(list(inner_sources.values()))
             self._name(item.alias, tree)
         return tree
 
-    def _view(self, item: exp.Table, written: str, stream_read: bool) -> tuple[Tree, _Env]:
+    def _view(self, item: exp.Table, written: str, stream_read: bool) -> tuple[Tree, Env]:
         """A view these statements define, inlined as Spark inlines it."""
         name = item.name.lower()
         query = _query_of(self._definitions.views[name].expression)
         scope = self._scope(query) if query is not None and name not in self._inlining else None
         if scope is None:
             leaf = self._leaf_of(item, written, stream_read)
-            return leaf, _LeafEnv(leaf)
+            return leaf, LeafEnv(leaf)
         self._inlining.append(name)
         try:
             return self._relation(scope, written, item.meta.get(WATERMARK), stream_read)

@@ -22,7 +22,7 @@ from spark_multijoin._advisor._chains import (
 )
 from spark_multijoin._advisor._collapse import MultiJoin, Outcome, collapse
 from spark_multijoin._advisor._expressions import Column, columns, unresolved
-from spark_multijoin._advisor._relations import (
+from spark_multijoin._advisor._tree import (
     Filtered,
     Fused,
     Join,
