@@ -2,7 +2,7 @@
 py4j from the plan it makes, so that the advisor's verdict can be compared with it.
 
 The query is optimized with the multi-join disabled (Spark's plan, as the rule gets it), then
-`CollapseStreamingJoinChains.rewrite` makes the rule's plan and notes with it enabled, as
+`CollapseStreamingJoinChains.rewrite` makes the rule's plan and verdicts with it enabled, as
 CollapseStreamingJoinChainsSuite does; with the MULTI_JOIN hint (and the conf off) the optimized
 plan is already the rule's. Nothing runs: a streaming query is only analyzed and optimized.
 
@@ -28,8 +28,9 @@ _UNSUPPORTED_OPERATION_CHECK = "spark.sql.streaming.unsupportedOperationCheck"
 class RuleVerdict:
     """Per multi-join, its inputs, each as the names of the inputs whose columns it outputs (one
     name, or several for a join or an earlier multi-join), and its key, one set of column names
-    per key column; the rule's notes, with each input it describes by its columns named instead
-    (None where a description spans several inputs, as that of a multi-join's output)."""
+    per key column; the messages of the rule's verdicts (`notes`, and `warnings` for those it logs
+    as a WARNING), with each input a message describes by its columns named instead (None where a
+    description spans several inputs, as that of a multi-join's output)."""
 
     fused: list[frozenset[frozenset[str]]]
     keys: list[frozenset[frozenset[str]]]
@@ -44,20 +45,20 @@ def rule_verdict(spark: SparkSession, sql: str, owner: Callable[[str], str], *,
                                 _UNSUPPORTED_OPERATION_CHECK: False}
     with session_conf(spark, confs):
         plan = spark.sql(sql)._jdf.queryExecution().optimizedPlan()
-    notes: list[Any] = []
+    verdicts: list[Any] = []
     if enabled:
         rule = spark._jvm.io.github.sparkmultijoin.optimizer.CollapseStreamingJoinChains
         with session_conf(spark, {**confs, ENABLED_KEY: True}):
             rewritten = rule.rewrite(plan)
         plan = rewritten._1()
-        notes = list(_iterate(rewritten._2()))
+        verdicts = list(_iterate(rewritten._2()))
     multi_joins = [node for node in _nodes(plan) if node.nodeName() == "MultiJoin"]
     fused = [frozenset(frozenset(owner(a.name()) for a in _iterate(child.output()))
                        for child in _iterate(node.children())) for node in multi_joins]
     keys = [_key(node) for node in multi_joins]
     return RuleVerdict(fused, keys,
-                       [_named(note.message(), owner) for note in notes if not note.isWarning()],
-                       [_named(note.message(), owner) for note in notes if note.isWarning()])
+                       [_named(v.message(), owner) for v in verdicts if not v.isWarning()],
+                       [_named(v.message(), owner) for v in verdicts if v.isWarning()])
 
 
 def _key(multi_join: Any) -> frozenset[frozenset[str]]:

@@ -151,6 +151,23 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
       "two inputs")
   }
 
+  test("the verdicts are values: what fused into which multi-join on which key, and why not") {
+    import FusionVerdict._
+    def verdicts(frame: DataFrame) = withMultiJoin(enabled = true) {
+      CollapseStreamingJoinChains.rewrite(optimized(frame, enabled = false))._2
+    }
+    val Seq(a, b, c, d) = keyed(4)
+    val Seq(Collapsed(Seq(group), Nil, false)) = verdicts(chain(Seq(a, b, c, d)))
+    assert(group.inputs == (0 until 4).map(i => Input(Seq(s"k$i", s"v$i"))))
+    assert(group.key.map(_.length) == Seq(4), group.key)
+    assert(group.operatorIds == Seq(CollapseStreamingJoinChains.FirstOperatorId))
+    // The chain stays for want of a key, and then its join of two inputs for want of a third.
+    val noKey = verdicts(a.join(b, onKeys(1, 0)).join(c, col("v2") === col("v1")))
+    val Seq(NoSharedKey(inputs, conditions), TooFewStreamingInputs(pair)) = noKey
+    assert(inputs.length == 3 && pair.length == 2 && conditions.nonEmpty, noKey)
+    assert(noKey.forall(verdict => verdict.message == FusionVerdict.render(verdict)))
+  }
+
   test("static inputs and inputs on another key, anywhere in an inner chain, join above it") {
     val Seq(a, b, c, d) = keyed(4)
     val static = Seq((1, 1)).toDF("k9", "v9")
