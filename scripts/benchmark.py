@@ -75,11 +75,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_multijoin import configure_spark_with_multijoin, multi_join
-
-# The test suite's one writer of input files and its chain builder serve the benchmark too.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from support.data import Inputs, timestamp  # noqa: E402
-from support.generators import join_on_k  # noqa: E402
+from spark_multijoin.testing import Inputs, join_on_k, timestamp
 
 START = datetime(2026, 1, 1)
 
