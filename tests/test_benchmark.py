@@ -4,23 +4,24 @@ checked here; `main()` only builds a session around `run_benchmark`)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from scripts.bench.benchmark import run_benchmark
+from scripts.bench.breakdown import batch_cost
+from scripts.bench.chart import orders_of_magnitude_apart
+from scripts.bench.report import breakdown_markdown
+from scripts.bench.runners import run_mode
+from scripts.bench.workloads import inputs, outer_star, workloads
 from spark_multijoin._config import ENABLED_KEY
-from support.modules import load_module
 from support.runs import session_conf
-
-BENCHMARK = Path(__file__).resolve().parent.parent / "scripts" / "benchmark.py"
 
 
 @pytest.mark.slow
 def test_benchmark_runs_both_modes_and_writes_its_results(spark, tmp_path):
-    benchmark = load_module(BENCHMARK)
     with session_conf(spark, {ENABLED_KEY: None}):
-        benchmark.run_benchmark(spark, benchmark.workloads(["fanout", "time_bounded"], shrink=50),
-                                tmp_path / "out", tmp_path / "work", tiny=True)
+        run_benchmark(spark, workloads(["fanout", "time_bounded"], shrink=50),
+                      tmp_path / "out", tmp_path / "work", tiny=True)
     results = json.loads((tmp_path / "out" / "results.json").read_text())["results"]
     assert [r["workload"] for r in results] == ["fanout", "time_bounded"]
     for result in results:
@@ -42,7 +43,6 @@ def _progress(batch_id: int, input_rows: int, trigger_ms: int, add_batch_ms: int
 
 
 def test_batch_cost_averages_the_data_batches_after_the_first_and_sums_the_operators():
-    benchmark = load_module(BENCHMARK)
     operator = {"commitTimeMs": 10, "customMetrics": {"numKeyReads": 4}}
     progress = [
         _progress(0, 100, 5000, 4000, [operator, operator]),  # the first: reported on its own
@@ -50,31 +50,29 @@ def test_batch_cost_averages_the_data_batches_after_the_first_and_sums_the_opera
         _progress(2, 100, 3000, 1400, [operator, operator]),
         _progress(3, 0, 9000, 0, [operator, operator]),  # no data: not a batch's cost
     ]
-    cost = benchmark.batch_cost(progress)
+    cost = batch_cost(progress)
     assert cost["batches"] == 3 and cost["first_batch_ms"] == 5000
     assert cost["trigger_ms"] == 2000 and cost["addBatch"] == 1000
     assert cost["other"] == 1000, "the trigger's time outside the engine's phases"
     assert cost["commitTimeMs"] == 30, "(10 + 30 + 10 + 10) / 2"
     assert cost["numKeyReads"] == 6, "(4 + 0 + 4 + 4) / 2"
-    table = benchmark.breakdown_markdown([{"workload": "w", "query": "q", **cost}])
+    table = breakdown_markdown([{"workload": "w", "query": "q", **cost}])
     assert table.splitlines()[2].startswith("| w | q | 5,000 | 2,000 |")
 
 
 def test_the_chart_is_on_a_log_scale_only_where_the_series_are_orders_of_magnitude_apart():
-    benchmark = load_module(BENCHMARK)
-    assert benchmark.orders_of_magnitude_apart([1, 5000, 20], [1, 400, 10])
-    assert not benchmark.orders_of_magnitude_apart([1, 3000], [2, 400])
-    assert not benchmark.orders_of_magnitude_apart([0, 0], [5, 10])
+    assert orders_of_magnitude_apart([1, 5000, 20], [1, 400, 10])
+    assert not orders_of_magnitude_apart([1, 3000], [2, 400])
+    assert not orders_of_magnitude_apart([0, 0], [5, 10])
 
 
 @pytest.mark.slow
 def test_outer_star_fuses_into_one_multi_join_with_the_batch_querys_answer(spark, tmp_path):
-    benchmark = load_module(BENCHMARK)
-    workload = benchmark.outer_star(keys=1, n_batches=2, fan_out=2)
-    benchmark.inputs(workload, tmp_path).write()
+    workload = outer_star(keys=1, n_batches=2, fan_out=2)
+    inputs(workload, tmp_path).write()
     with session_conf(spark, {ENABLED_KEY: None}):
-        multi = benchmark.run_mode(spark, workload, tmp_path, enabled=True)
+        multi = run_mode(spark, workload, tmp_path, enabled=True)
     assert multi["multi_join_in_plan"]
-    batch_rows = workload.query(benchmark.inputs(workload, tmp_path).tables(spark)).collect()
+    batch_rows = workload.query(inputs(workload, tmp_path).tables(spark)).collect()
     assert multi["output_rows"] == len(batch_rows) > 0
     assert any(value is None for row in batch_rows for value in row), "some are null-padded"

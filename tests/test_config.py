@@ -7,7 +7,8 @@ from pyspark.errors import IllegalArgumentException, SparkRuntimeException
 
 from spark_multijoin import multi_join
 from spark_multijoin._config import ENABLED_KEY, MAX_TABLES_KEY, STATE_TTL_KEY
-from support.generators import join_on_k, keyed_inputs
+from spark_multijoin.testing import join_on_k
+from support.generators import keyed_inputs
 from support.runs import explain, session_conf
 
 BAD_VALUES = [

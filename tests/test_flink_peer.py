@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from support.modules import load_module
-
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
-flink_peer = load_module(SCRIPTS / "flink_peer.py")
+from scripts.bench import flink, flink_peer
+from scripts.bench.report import flink_markdown, summary_markdown
+from scripts.bench.workloads import Workload
 
 
 def test_sql_joins_every_input_on_input_0s_key_into_a_blackhole():
@@ -66,25 +65,24 @@ def test_spark_types_map_to_flink_types():
 
 
 def test_benchmark_table_has_flink_columns_only_when_flink_ran():
-    benchmark = load_module(SCRIPTS / "benchmark.py")
     spark_only = {"workload": "fanout", "chain": {"wall_seconds": 9.0},
                   "multi_join": {"wall_seconds": 3.5}, "multi_join_micro_batches_seconds": 3.0,
                   "multi_join_micro_batches_best_seconds": 2.5,
                   "multi_join_one_trigger_seconds": 1.25,
                   "multi_join_one_trigger_best_seconds": 1.0}
-    assert benchmark.flink_markdown([spark_only]) == []
+    assert flink_markdown([spark_only]) == []
     mode = {"seconds": 2.5}
     with_flink = dict(spark_only, flink={"output_rows": 1000, "multi_join": {"seconds": 2.25},
                                          "multi_join_rocksdb": {"seconds": 3.5},
                                          "binary_joins": {"seconds": 4.0},
                                          "scan_only": {"seconds": 1.5}, "other": mode})
     # Flink's best run over the multi-join's, in micro-batches (2.5 s) and in one trigger (1.0 s).
-    with_flink["flink_ratios"] = benchmark.flink_ratios(with_flink)
+    with_flink["flink_ratios"] = flink.ratios(with_flink)
     assert with_flink["flink_ratios"] == {
         "multi_join_over_micro_batches": 0.9, "multi_join_over_one_trigger": 2.25,
         "multi_join_rocksdb_over_micro_batches": 1.4, "multi_join_rocksdb_over_one_trigger": 3.5,
         "binary_joins_over_micro_batches": 1.6, "binary_joins_over_one_trigger": 4.0}
-    lines = benchmark.flink_markdown([spark_only, with_flink])
+    lines = flink_markdown([spark_only, with_flink])
     assert lines[1].startswith(
         "| workload | output rows | Spark's chain s | multi-join, micro-batches s |")
     assert "| Flink MultiJoin s | Flink MultiJoin, RocksDB s | Flink scan only s |" in lines[1]
@@ -97,14 +95,14 @@ def test_benchmark_table_has_flink_columns_only_when_flink_ran():
     # On Spark's in-memory store too: set against Flink's heap modes only (MultiJoin, binary).
     in_memory = dict(with_flink, in_memory_store={"micro_batches_best_seconds": 1.25,
                                                   "one_trigger_best_seconds": 0.5})
-    in_memory["flink_ratios"] = benchmark.flink_ratios(in_memory)
+    in_memory["flink_ratios"] = flink.ratios(in_memory)
     assert in_memory["flink_ratios"] == {
         **with_flink["flink_ratios"],
         "multi_join_over_in_memory_micro_batches": 1.8,
         "multi_join_over_in_memory_one_trigger": 4.5,
         "binary_joins_over_in_memory_micro_batches": 3.2,
         "binary_joins_over_in_memory_one_trigger": 8.0}
-    lines = benchmark.flink_markdown([with_flink, in_memory])
+    lines = flink_markdown([with_flink, in_memory])
     assert lines[-4].count("|") == lines[-2].count("|") == lines[-1].count("|") == 12
     assert "| Flink MultiJoin, micro-batches, multi-join in-memory |" in lines[-4]
     assert lines[-2] == ("| fanout | 0.90x | 2.25x | - | - | 1.40x | 3.50x | 1.60x | 4.00x | - "
@@ -114,25 +112,23 @@ def test_benchmark_table_has_flink_columns_only_when_flink_ran():
 
 
 def test_benchmark_fails_where_flink_ran_another_state_backend(monkeypatch):
-    benchmark = load_module(SCRIPTS / "benchmark.py")
     peer = {"output_rows": 10, **{mode: {"seconds": 1.0, "multi_join_in_plan": "multi" in mode,
                                           "rocksdb_used": mode == "multi_join_rocksdb"}
                                    for mode in flink_peer.MODES}}
-    monkeypatch.setattr(benchmark, "run_flink_peer", lambda workload, folder, times: peer)
-    workload = benchmark.Workload("w", "", [], [], None)
-    assert benchmark.flink_peer_result(workload, Path("/d"), {"output_rows": 10}) is peer
+    monkeypatch.setattr(flink, "run_peer", lambda workload, folder, times: peer)
+    workload = Workload("w", "", [], [], None)
+    assert flink.peer_result(workload, Path("/d"), {"output_rows": 10}) is peer
     peer["multi_join_rocksdb"]["rocksdb_used"] = False
     with pytest.raises(SystemExit, match="state backends"):
-        benchmark.flink_peer_result(workload, Path("/d"), {"output_rows": 10})
+        flink.peer_result(workload, Path("/d"), {"output_rows": 10})
 
 
 def test_the_headline_sets_flink_against_the_multi_join_like_for_like():
-    benchmark = load_module(SCRIPTS / "benchmark.py")
     spark_only = {"workload": "fanout",
                   "chain": {"wall_seconds": 9.0, "state_rows_peak": 1000},
                   "multi_join": {"wall_seconds": 3.5, "state_rows_peak": 40},
                   "multi_join_micro_batches_seconds": 3.0}
-    lines = benchmark.summary_markdown([spark_only])
+    lines = summary_markdown([spark_only])
     assert lines[2] == "| fanout | 25.0x | 3.00x |" and lines[-1] == ""
     # Flink on the heap against the in-memory store, in RocksDB against RocksDB; - where the
     # multi-join did not run on the in-memory store.
@@ -142,7 +138,7 @@ def test_the_headline_sets_flink_against_the_multi_join_like_for_like():
     in_memory = dict(rocksdb_only, flink_ratios={
         **rocksdb_only["flink_ratios"], "multi_join_over_in_memory_micro_batches": 1.8,
         "multi_join_over_in_memory_one_trigger": 4.5})
-    lines = benchmark.summary_markdown([spark_only, rocksdb_only, in_memory])
+    lines = summary_markdown([spark_only, rocksdb_only, in_memory])
     assert "| Flink MultiJoin (heap) over multi-join (in-memory), micro-batches / one trigger |" \
         in lines[0]
     assert lines[0].count("|") == lines[1].count("|") == lines[2].count("|") == 6

@@ -13,7 +13,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from spark_multijoin._config import ENABLED_KEY
-from support.data import Inputs, timestamp, timestamp_value
+from spark_multijoin.testing import Inputs, timestamp, timestamp_value
 from support.generators import (DELAY, FAR_FUTURE_SECONDS, add_late_rows, bounded_chain,
                                 random_outer_tree, timed_inputs)
 from support.runs import (STATE_STORES, batch_rows, explain, run_chain_and_multi, run_stream,

@@ -9,7 +9,8 @@ from pyspark.errors import IllegalArgumentException
 
 from spark_multijoin import read_state
 from spark_multijoin._config import STATE_TTL_KEY
-from support.generators import join_on_k, keyed_inputs
+from spark_multijoin.testing import join_on_k
+from support.generators import keyed_inputs
 from support.runs import STATE_STORES, run_to_parquet, session_conf
 
 N_INPUTS = 3

@@ -10,8 +10,8 @@ import pytest
 from pyspark.errors import StreamingQueryException
 
 from spark_multijoin._config import STATE_TTL_KEY
-from support.data import Inputs
-from support.generators import join_on_k, keyed_inputs
+from spark_multijoin.testing import Inputs, join_on_k
+from support.generators import keyed_inputs
 from support.runs import STATE_STORES, batch_rows, run_to_parquet, session_conf
 
 N_INPUTS = 4

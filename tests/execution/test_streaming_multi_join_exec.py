@@ -7,8 +7,8 @@ import random
 import pytest
 from pyspark.sql import functions as F
 
-from support.data import Inputs
-from support.generators import build_chain, join_on_k, random_inputs, random_shape
+from spark_multijoin.testing import Inputs, join_on_k
+from support.generators import build_chain, random_inputs, random_shape
 from support.runs import STATE_STORES, batch_rows, run_chain_and_multi, session_conf
 
 # Per seed, how the multi-join takes the files (a micro-batch each, or all in one) and how much

@@ -15,7 +15,7 @@ import pytest
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import functions as F
 
-from support.data import timestamp_value
+from spark_multijoin.testing import timestamp_value
 from support.generators import (DELAY, FAR_FUTURE_SECONDS, add_late_rows, bounded_chain,
                                 random_bounds, timed_inputs)
 from support.runs import (STATE_STORES, batch_rows, run_chain_and_multi, run_stream,

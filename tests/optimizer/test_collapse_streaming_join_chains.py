@@ -11,7 +11,8 @@ import random
 import pytest
 
 from spark_multijoin._config import ENABLED_KEY
-from support.generators import join_on_k, keyed_inputs, mixed_key_chain
+from spark_multijoin.testing import join_on_k
+from support.generators import keyed_inputs, mixed_key_chain
 from support.runs import batch_rows, explain, run_chain_and_multi, run_stream, session_conf
 
 

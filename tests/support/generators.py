@@ -7,7 +7,8 @@
   computed column between joins, a filter over the result and a bushy shape.
 - Time-bounded chains (`timed_inputs`, `bounded_chain`): inputs k<i>, v<i>, t<i> with event
   times growing batch by batch, each input bounded in time by a parent.
-- Plain chains on one column `k` (`keyed_inputs`, `join_on_k`).
+- Inputs for plain chains on one column `k` (`keyed_inputs`; the chain itself is
+  `spark_multijoin.testing.join_on_k`, which the benchmark shares).
 - Inner chains in a random order of streaming inputs on two keys and a static input
   (`mixed_key_chain`).
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from support.data import Inputs, timestamp
+from spark_multijoin.testing import Inputs, timestamp
 
 
 @dataclass
@@ -131,14 +132,6 @@ def build_chain(shape: ChainShape):
         return joined
 
     return build
-
-
-def join_on_k(frames: list[DataFrame]) -> DataFrame:
-    """frames[0] JOIN frames[1] USING (k) JOIN ... : inputs with columns k, v<i>."""
-    joined = frames[0]
-    for frame in frames[1:]:
-        joined = joined.join(frame, "k")
-    return joined
 
 
 def keyed_inputs(root: Path, n_inputs: int, seed: int = 0, n_keys: int = 5,

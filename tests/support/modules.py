@@ -1,4 +1,4 @@
-"""Loading a script (an example, the benchmark) as a module, to run it in the tests' session."""
+"""Loading a script (an example) as a module, to run it in the tests' session."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from spark_multijoin._config import ENABLED_KEY, MAX_TABLES_KEY
-from support.data import Inputs
+from spark_multijoin.testing import Inputs
 
 # Builds the query from one DataFrame per input (streaming or batch alike).
 QueryBuilder = Callable[[list[DataFrame]], DataFrame]

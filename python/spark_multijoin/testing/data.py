@@ -1,8 +1,10 @@
-"""Input tables as JSON files, one file per input and micro-batch: the one place tests write data.
+"""Input tables as JSON files, one file per input and micro-batch: the one place the tests and the
+benchmark write data.
 
-A test describes its inputs as rows per micro-batch; batch b of every input becomes one file
-whose modification time orders it, and streams read one file per trigger, so batch b of every
-input arrives together. The same files read as tables give the batch query its rows.
+A test or a benchmark workload describes its inputs as rows per micro-batch; batch b of every
+input becomes one file whose modification time orders it, and streams read one file per
+trigger, so batch b of every input arrives together. The same files read as tables give the
+batch query its rows.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 _FIRST_BATCH_MTIME = 1_700_000_000
 
-# Event times in tests count seconds from here.
+# Event times in the tests and the benchmark count seconds from here.
 START = datetime(2026, 1, 1)
 
 

@@ -1,0 +1,71 @@
+"""Benchmark: the same streaming joins with multi-join off (Spark's chain) and on.
+
+    python -m scripts.bench [--workloads fanout,primary_key,time_bounded,outer_star,scale]
+                            [--out benchmark-results] [--tiny] [--flink] [--breakdown]
+
+It writes `results.json`, `results.md` (the tables the docs show) and
+`state_and_batch_duration.png` (state rows and batch duration per batch, both modes) to --out.
+`--tiny` divides the data by 50 (and the batches from 4 to 2, time_bounded's and outer_star's
+from 20 to 4, outer_star's fan-out from 3 to 2), uses 2 shuffle partitions instead of 4, skips
+the warm-up and times everything once, for a smoke run (the test suite runs it in its own
+session through `run_benchmark`).
+
+`--flink` (needs the `flink` extra: `scripts/setup-env bench,flink`) also runs Flink on the same
+files of every workload, in a subprocess with its own JVM (flink_peer.py): Flink's MultiJoin
+with its default state backend (on the heap) and with the embedded RocksDB one (where the
+multi-join keeps its state), its binary joins and a scan-only job (Flink's fixed cost), best of
+two each, and checks that Flink's output rows are Spark's and that only the RocksDB mode ran
+RocksDB.
+
+`--breakdown` runs, instead, where each micro-batch's time goes (breakdown.py), and writes
+`breakdown.json` and `breakdown.md` to --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from scripts.bench.benchmark import run_benchmark
+from scripts.bench.breakdown import run_breakdown
+from scripts.bench.workloads import NAMES, workloads
+from spark_multijoin import configure_spark_with_multijoin
+
+
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="scripts/benchmark",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("--workloads", default=",".join(NAMES))
+    parser.add_argument("--out", type=Path, default=Path("benchmark-results"))
+    parser.add_argument("--work", type=Path, default=Path("/tmp/multijoin-benchmark"))
+    parser.add_argument("--tiny", action="store_true",
+                        help="1/50 of the data and one run of each timing, for a smoke run")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="instead, where each micro-batch's time goes (multi-join, Spark's "
+                        "deduplication, stateless query) on the chosen workloads")
+    parser.add_argument("--flink", action="store_true",
+                        help="also run Flink (MultiJoin on the heap and in RocksDB, binary "
+                        "joins, scan only) on the keyed workloads' files (needs the flink extra)")
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = arguments()
+    chosen = workloads(args.workloads.split(","), shrink=50 if args.tiny else 1)
+    spark = configure_spark_with_multijoin(
+        SparkSession.builder.master("local[2]").appName("multijoin-benchmark")
+        .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2" if args.tiny else "4")
+        .config("spark.driver.memory", "6g")).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    if args.breakdown:
+        run_breakdown(spark, chosen, args.out, args.work)
+    else:
+        run_benchmark(spark, chosen, args.out, args.work, tiny=args.tiny, with_flink=args.flink)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

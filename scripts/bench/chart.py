@@ -1,0 +1,39 @@
+"""The chart: state rows and batch duration per micro-batch, Spark's chain against the
+multi-join, one column per workload."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def chart(results: list[dict], path: Path) -> None:
+    import matplotlib  # the `bench` extra: only the chart needs it
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    fig, axes = plt.subplots(2, len(results), figsize=(4.2 * len(results), 6.5), squeeze=False)
+    for column, result in enumerate(results):
+        for row, (field, label) in enumerate((("state_rows_per_batch", "state rows"),
+                                              ("batch_ms_per_batch", "batch duration (ms)"))):
+            axis = axes[row][column]
+            series = {mode: result[mode][field] for mode in ("chain", "multi_join")}
+            for (mode, values), style in zip(series.items(), ("o-", "s-")):
+                axis.plot(values, style,
+                          label="Spark's chain" if mode == "chain" else "multi-join")
+            if orders_of_magnitude_apart(*series.values()):
+                axis.set_yscale("log")
+            axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+            axis.set_ylabel(label)
+        axes[0][column].set_title(result["workload"])
+        axes[1][column].set_xlabel("micro-batch")
+        axes[0][column].legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def orders_of_magnitude_apart(*series: list[float]) -> bool:
+    """Whether the series' peaks differ 10x or more: a linear axis would flatten the lower one."""
+    peaks = [max(values) for values in series if values]
+    return bool(peaks) and min(peaks) > 0 and max(peaks) >= 10 * min(peaks)
