@@ -5,7 +5,7 @@ import java.util.concurrent.TimeUnit.NANOSECONDS
 import scala.util.control.NonFatal
 
 import io.github.sparkmultijoin.analysis.{Conjunct, EventTimeBounds, JoinTree, StateLayout}
-import io.github.sparkmultijoin.execution.StreamingMultiJoinHelper.onExhaustion
+import io.github.sparkmultijoin.execution.Iterators.onExhaustion
 import io.github.sparkmultijoin.execution.state.{MultiJoinStateManager, MultiJoinStateReader, OneValuePerKeyRows}
 import io.github.sparkmultijoin.logical.MultiJoin
 import org.apache.hadoop.conf.Configuration
@@ -44,7 +44,7 @@ import org.apache.spark.sql.types.StructType
  * RocksDB's before, and the state manager moves their rows into version 3's layout. The version
  * is recorded in the operator's metadata with what the layout depends on
  * ([[OperatorProperties]]), which a restart checks. Probing and checks: see
- * [[StreamingMultiJoinHelper]].
+ * [[ProbePlan]] and [[CompiledJoin]].
  *
  * @param inputs          per input, its columns
  * @param keys            per input, its key expressions (same length and types for all inputs)
