@@ -4,6 +4,7 @@ import scala.collection.mutable
 
 import io.github.sparkmultijoin.analysis.{Conjunct, InputColumns, JoinTree}
 
+import org.apache.spark.TaskContext
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Add, And, Attribute, AttributeSeq, BasePredicate, BindReferences, EvalMode, Expression, Literal, MicrosToTimestamp, Predicate, TimestampAddInterval, UnixMicros, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.util.DateTimeConstants.MICROS_PER_DAY
@@ -199,6 +200,15 @@ object CompiledJoins {
       }
     }
     kept.getOrElse(spec.compile())
+  }
+
+  /** A join of `spec` for the running task, taken back when the task succeeds. */
+  def lendToTask(spec: Spec): CompiledJoin = {
+    val join = lend(spec)
+    TaskContext.get().addTaskCompletionListener[Unit] { task =>
+      if (!task.isFailed() && !task.isInterrupted()) takeBack(spec, join)
+    }
+    join
   }
 
   /** Keeps `join`, lent for `spec`, for a later task; its task must be done with it. */

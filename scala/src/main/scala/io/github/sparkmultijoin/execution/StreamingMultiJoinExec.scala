@@ -319,54 +319,58 @@ case class StreamingMultiJoinExec(
     for (ttl <- stateTtlMs; now <- batchStartMs) {
       metric(NUM_ROWS_EXPIRED_BY_TTL) += state.expire(now - ttl)
     }
-    val join = lendCompiledJoin(info)
+    val join = CompiledJoins.lendToTask(new CompiledJoins.Spec(
+      (info.queryRunId, info.operatorId), keys, inputs, output, conjuncts, tree))
     val padder = new OuterJoinPadder(join, state, metric(NUM_NULL_PADDED_ROWS))
     val joiner = new DeltaJoiner(join, state, padder, lateRowsWatermarkMs.map(_ * 1000),
       timeOrdinals, metric(NUM_ROWS_DROPPED_BY_WATERMARK))
-    // Bounds in microseconds, as rows keep their event times.
-    def evictAtOrBelow(input: Int) = evictionWatermarkMs.filter(_ => evictable.contains(input))
-      .map(watermark => (watermark + evictionOffsets(input).get) * 1000)
-    def newlyFinalRows(decider: Int) = for {
-      watermark <- evictionWatermarkMs
-      previous <- lateRowsWatermarkMs
-      offset <- finalOffsets(decider)
-    } yield state.newlyFinalRows(decider, (watermark + offset) * 1000, (previous + offset) * 1000)
-
     val updateStartTimeNs = System.nanoTime
-    // All new rows are stored before any is joined, so that each key's stored rows are read
-    // once per batch, not once per new row.
-    val tagged = new TaggedInputs.Reader(keys.head.length, inputs.map(_.length))
-    val joined = taggedRows.flatMap { row =>
-      val input = tagged.input(row)
-      joiner.store(input, tagged.row(row, input))
-    } ++ joiner.joinAddedKeys()
-    val rows = joined ++ tree.decidingInputs.iterator.flatMap { decider =>
-      newlyFinalRows(decider).iterator.flatMap(padder.padFinal(decider, _))
-    }
+    val rows = joined(joiner, taggedRows) ++
+      padded(padder, state, lateRowsWatermarkMs, evictionWatermarkMs)
     val numOutputRows = metric(NUM_OUTPUT_ROWS)
     onExhaustion(rows.map { row => numOutputRows += 1; row }) {
-      allUpdatesTimeMs(updateStartTimeNs)
-      metric(ALL_REMOVALS_TIME_MS) += timeTakenMs {
-        state.evict(evictable.flatMap(input => evictAtOrBelow(input).map(input -> _)): _*)
-      }
+      metric(ALL_UPDATES_TIME_MS) += NANOSECONDS.toMillis(System.nanoTime - updateStartTimeNs)
+      metric(ALL_REMOVALS_TIME_MS) += timeTakenMs(evict(state, evictionWatermarkMs))
       metric(COMMIT_TIME_MS) += timeTakenMs(state.commit())
       reportState(state, store)
     }
   }
 
-  /** This operator's compiled join, for this task, given back when the task succeeds. */
-  private def lendCompiledJoin(info: StatefulOperatorStateInfo): CompiledJoin = {
-    val spec = new CompiledJoins.Spec((info.queryRunId, info.operatorId), keys, inputs, output,
-      conjuncts, tree)
-    val join = CompiledJoins.lend(spec)
-    TaskContext.get().addTaskCompletionListener[Unit] { task =>
-      if (!task.isFailed() && !task.isInterrupted()) CompiledJoins.takeBack(spec, join)
-    }
-    join
+  /**
+   * What the new rows join. All are stored before any is joined, so that each key's stored rows
+   * are read once per batch, not once per new row.
+   */
+  private def joined(joiner: DeltaJoiner, tagged: Iterator[InternalRow]): Iterator[InternalRow] = {
+    val reader = new TaggedInputs.Reader(keys.head.length, inputs.map(_.length))
+    tagged.flatMap { row =>
+      val input = reader.input(row)
+      joiner.store(input, reader.row(row, input))
+    } ++ joiner.joinAddedKeys()
   }
 
-  private def allUpdatesTimeMs(startNs: Long): Unit =
-    metric(ALL_UPDATES_TIME_MS) += NANOSECONDS.toMillis(System.nanoTime - startNs)
+  /**
+   * The null-padded rows that the deciding inputs' rows which became final decide (bounds in
+   * microseconds, as rows keep their event times).
+   */
+  private def padded(
+      padder: OuterJoinPadder,
+      state: MultiJoinStateManager,
+      lateRowsWatermarkMs: Option[Long],
+      evictionWatermarkMs: Option[Long]): Iterator[InternalRow] =
+    tree.decidingInputs.iterator.flatMap { decider =>
+      val newlyFinal = for {
+        watermark <- evictionWatermarkMs
+        previous <- lateRowsWatermarkMs
+        offset <- finalOffsets(decider)
+      } yield state.newlyFinalRows(decider, (watermark + offset) * 1000, (previous + offset) * 1000)
+      newlyFinal.iterator.flatMap(padder.padFinal(decider, _))
+    }
+
+  /** Removes each evictable input's rows at or below its bound under the watermark. */
+  private def evict(state: MultiJoinStateManager, evictionWatermarkMs: Option[Long]): Unit =
+    state.evict(evictable.flatMap { input =>
+      evictionWatermarkMs.map(watermark => input -> (watermark + evictionOffsets(input).get) * 1000)
+    }: _*)
 
   /** The state's metrics, once the partition's batch is committed. */
   private def reportState(state: MultiJoinStateManager, store: StateStore): Unit = {
