@@ -33,7 +33,8 @@ object MultiJoinMetrics {
     case object Custom extends Kind("custom stateful operator metric, summed over partitions")
 
     /** A custom metric per input: `<i>` in its name and description is the input's index. */
-    case object CustomPerInput extends Kind("custom stateful operator metric per input i")
+    case object CustomPerInput
+      extends Kind("custom stateful operator metric, one per input i, summed over partitions")
   }
 
   final case class Metric(name: String, description: String, kind: Kind) {
@@ -99,10 +100,11 @@ object MultiJoinMetrics {
     Metric("numRowsExpiredByTtl", "rows dropped by the state TTL", Kind.Custom)
 
   val NUM_KEY_READS: Metric = Metric("numKeyReads",
-    "reads of the rows stored under a key (one point lookup each)", Kind.Custom)
+    "reads of the rows stored under a key that went to the state store (one point lookup " +
+      "each for every input's rows)", Kind.Custom)
 
   val KEY_READ_TIME_MS: Metric =
-    Metric("keyReadTimeMs", "time reading stored rows (ms)", Kind.Custom)
+    Metric("keyReadTimeMs", "task time of the reads that numKeyReads counts (ms)", Kind.Custom)
 
   /** Every metric, in the order docs/metrics.md lists them. */
   val all: Seq[Metric] = Seq(NUM_OUTPUT_ROWS, NUM_ROWS_DROPPED_BY_WATERMARK,
@@ -126,7 +128,7 @@ object MultiJoinMetrics {
   /** docs/metrics.md's table (tests/test_metrics_doc.py keeps the file in step with it). */
   def markdownTable: String = {
     val header = Seq(
-      "| metric | in a progress's `stateOperators` entry | kind | meaning |",
+      "| metric | reported in a progress's `stateOperators` entry as | kind | meaning |",
       "| --- | --- | --- | --- |")
     val rows = all.map { metric =>
       val inProgress = (metric.kind, metric.progressKey) match {
@@ -134,7 +136,9 @@ object MultiJoinMetrics {
         case (_, Some(key)) => s"`customMetrics.$key`"
         case (_, None) => "(SQL tab only)"
       }
-      s"| `${metric.name}` | $inProgress | ${metric.kind.described} | ${metric.description} |"
+      // Markdown would read `<i>` outside code as HTML.
+      val meaning = metric.description.replace(InputIndex, "i")
+      s"| `${metric.name}` | $inProgress | ${metric.kind.described} | $meaning |"
     }
     (header ++ rows).mkString("\n")
   }
