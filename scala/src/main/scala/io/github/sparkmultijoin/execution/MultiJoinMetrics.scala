@@ -37,6 +37,10 @@ object MultiJoinMetrics {
       extends Kind("custom stateful operator metric, one per input i, summed over partitions")
   }
 
+  /**
+   * @param name        the metric's name, as the operator updates it and Spark's UI shows it
+   * @param description what it counts here (Spark's UI shows it for the custom metrics)
+   */
   final case class Metric(name: String, description: String, kind: Kind) {
 
     /**
