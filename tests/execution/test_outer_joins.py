@@ -16,6 +16,7 @@ from spark_multijoin._config import ENABLED_KEY
 from spark_multijoin.testing import Inputs, timestamp, timestamp_value
 from support.generators import (DELAY, FAR_FUTURE_SECONDS, add_late_rows, bounded_chain,
                                 random_outer_tree, timed_inputs)
+from support.metrics import progress_key
 from support.runs import (STATE_STORES, batch_rows, explain, run_chain_and_multi, run_stream,
                           session_conf)
 
@@ -54,7 +55,8 @@ def test_random_outer_tree_matches_the_batch_query(spark, tmp_path, seed, store)
                            batch_rows_memory="32m" if seed % 2 == 0 else "300b")
     expected = without_far_rows(batch_rows(spark, on_time, tree.build))
     assert any(None in row for row in expected), "some rows should be padded: " + tree.describe()
-    assert multi.state_metric_total("numRowsDroppedByWatermark") == 4 * len(late_inputs)
+    dropped = progress_key(spark, "NUM_ROWS_DROPPED_BY_WATERMARK")
+    assert multi.state_metric_total(dropped) == 4 * len(late_inputs)
     assert multi.multi_join_count == 1, tree.describe() + "\n" + multi.plan
     assert without_far_rows(multi.rows) == expected, tree.describe()
     assert multi.state_rows("multiJoin") == [2 * n_inputs], tree.describe()
@@ -73,7 +75,8 @@ def test_left_and_full_outer_star_matches_spark_chain(spark, tmp_path):
     assert multi.multi_join_count == 1, multi.plan
     assert without_far_rows(multi.rows) == expected
     assert without_far_rows(chain.rows) == expected
-    padded = [entry["customMetrics"]["numNullPaddedRows"] for p in multi.progress
+    padded_rows = progress_key(spark, "NUM_NULL_PADDED_ROWS")
+    padded = [entry["customMetrics"][padded_rows] for p in multi.progress
               for entry in p["stateOperators"]]
     assert sum(padded) == sum(n for row, n in expected.items() if None in row) > 0
 

@@ -12,6 +12,7 @@ from pyspark.errors import StreamingQueryException
 from spark_multijoin._config import STATE_TTL_KEY
 from spark_multijoin.testing import Inputs, join_on_k
 from support.generators import keyed_inputs
+from support.metrics import progress_key
 from support.runs import STATE_STORES, batch_rows, run_to_parquet, session_conf
 
 N_INPUTS = 4
@@ -57,7 +58,8 @@ def test_restart_resumes_with_state(spark, tmp_path, store, ttl, layout_version)
     assert resumed, "the data should join"
     multi_join_state = [entry for entry in progress["stateOperators"]
                         if entry["operatorName"] == "multiJoin"]
-    assert [entry["numRowsTotal"] for entry in multi_join_state] == [N_INPUTS * N_BATCHES * 5]
+    state_rows = progress_key(spark, "NUM_TOTAL_STATE_ROWS")
+    assert [entry[state_rows] for entry in multi_join_state] == [N_INPUTS * N_BATCHES * 5]
     # The checkpoint records the operator, the version of its state layout and what the layout
     # depends on: max-tables as planned, the inputs' columns, the outer joins.
     metadata = spark.read.format("state-metadata").load(str(tmp_path / "ckpt")).collect()
@@ -117,7 +119,8 @@ def test_restart_keeps_the_checkpoints_partitions(spark, tmp_path):
 
     assert progress["batchId"] == 2
     assert _multi_join_rows(spark, tmp_path / "out") == batch_rows(spark, inputs, join_on_k)
-    assert [entry["numRowsTotal"] for entry in progress["stateOperators"]] == [3 * (12 + 5)]
+    state_rows = progress_key(spark, "NUM_TOTAL_STATE_ROWS")
+    assert [entry[state_rows] for entry in progress["stateOperators"]] == [3 * (12 + 5)]
     assert _state_partitions(spark, tmp_path / "ckpt") == [2]
 
 
@@ -140,7 +143,8 @@ def test_a_batch_run_again_writes_its_state_anew(spark, tmp_path):
 
     assert progress["batchId"] == last + 1
     assert _multi_join_rows(spark, tmp_path / "out") == batch_rows(spark, inputs, join_on_k)
-    assert [entry["numRowsTotal"] for entry in progress["stateOperators"]] == [3 * (12 + 4)]
+    state_rows = progress_key(spark, "NUM_TOTAL_STATE_ROWS")
+    assert [entry[state_rows] for entry in progress["stateOperators"]] == [3 * (12 + 4)]
     # Every write reached its file: a write whose rename failed leaves its temporary file.
     assert sorted(path.name for path in (tmp_path / "ckpt").rglob("*.tmp")) == []
 

@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from spark_multijoin.testing import timestamp_value
 from support.generators import (DELAY, FAR_FUTURE_SECONDS, add_late_rows, bounded_chain,
                                 random_bounds, timed_inputs)
+from support.metrics import progress_key
 from support.runs import (STATE_STORES, batch_rows, run_chain_and_multi, run_stream,
                           session_conf, start_reference, start_stream)
 
@@ -60,7 +61,7 @@ def test_random_time_bounded_chain(spark, tmp_path, seed, store):
     assert multi.multi_join_count == 1, multi.plan
     assert multi.rows == batch_rows(spark, inputs, build), description
     assert multi.state_rows("multiJoin") == [2 * n_inputs], description
-    removed = multi.state_metric_total("numRowsRemoved")
+    removed = multi.state_metric_total(progress_key(spark, "NUM_REMOVED_STATE_ROWS"))
     assert removed == sum(len(batch) for batches in inputs.batches for batch in batches[:-2])
     if chain is not None:
         assert chain.finish().rows == multi.rows, description
@@ -73,7 +74,7 @@ def test_late_rows_of_the_first_joins_inputs_are_dropped_as_in_spark(spark, tmp_
                           drop_times=True)
     chain, multi = run_chain_and_multi(spark, inputs, build, tmp_path)
     assert multi.rows == chain.rows
-    dropped = "numRowsDroppedByWatermark"
+    dropped = progress_key(spark, "NUM_ROWS_DROPPED_BY_WATERMARK")
     assert multi.state_metric_total(dropped) == chain.state_metric_total(dropped) == 8
 
 
@@ -90,7 +91,8 @@ def test_late_rows_of_every_input_are_dropped_by_the_watermark(spark, tmp_path):
     build = bounded_chain(parents=[0, 0, 1], bounds=[(0, 0), (200, 200), (200, 200)])
     multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
     assert multi.rows == batch_rows(spark, on_time, build)
-    assert multi.state_metric_total("numRowsDroppedByWatermark") == 4 * len(late_inputs)
+    dropped = progress_key(spark, "NUM_ROWS_DROPPED_BY_WATERMARK")
+    assert multi.state_metric_total(dropped) == 4 * len(late_inputs)
 
 
 def test_state_stays_flat_on_a_long_stream(spark, tmp_path):
@@ -98,7 +100,8 @@ def test_state_stays_flat_on_a_long_stream(spark, tmp_path):
     inputs = timed_inputs(tmp_path / "inputs", random.Random(3), 3, n_batches=n_batches)
     build = bounded_chain(parents=[0, 0, 1], bounds=[(0, 0), (10, 30), (10, 30)])
     multi = run_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
-    state = [entry["numRowsTotal"] for p in multi.progress for entry in p["stateOperators"]]
+    state = [entry[multi.state_rows_key] for p in multi.progress
+             for entry in p["stateOperators"]]
     assert len(state) >= n_batches
     # Each batch adds 24 rows (240 in all); with a 70 s watermark delay a few batches' rows are
     # live at once.

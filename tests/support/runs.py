@@ -25,6 +25,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from spark_multijoin._config import ENABLED_KEY, MAX_TABLES_KEY
 from spark_multijoin.testing import Inputs
+from support.metrics import progress_key
 
 # Builds the query from one DataFrame per input (streaming or batch alike).
 QueryBuilder = Callable[[list[DataFrame]], DataFrame]
@@ -35,6 +36,8 @@ class StreamRun:
     rows: Counter
     plan: str
     progress: list[dict]
+    # The key of the state rows in a progress's `stateOperators` entry.
+    state_rows_key: str
 
     @property
     def multi_join_count(self) -> int:
@@ -45,12 +48,13 @@ class StreamRun:
         return len(re.findall(r"StreamingSymmetricHashJoin ", self.plan))
 
     def state_rows(self, operator: str) -> list[int]:
-        """numRowsTotal of each `operator` entry in the last progress."""
-        return [entry["numRowsTotal"] for entry in self.progress[-1]["stateOperators"]
+        """The state rows of each `operator` entry in the last progress."""
+        return [entry[self.state_rows_key] for entry in self.progress[-1]["stateOperators"]
                 if entry["operatorName"] == operator]
 
     def state_metric_total(self, metric: str) -> int:
-        """`metric` of every stateful operator, summed over all micro-batches."""
+        """The progress key `metric` (support.metrics.progress_key) of every stateful operator,
+        summed over all micro-batches."""
         return sum(entry[metric] for p in self.progress for entry in p["stateOperators"])
 
 
@@ -128,7 +132,7 @@ class RunningStream:
             self._query.stop()
         rows = Counter(map(tuple, self._spark.table(self._name).collect()))
         self._spark.sql(f"DROP VIEW IF EXISTS {self._name}")
-        return StreamRun(rows, plan, progress)
+        return StreamRun(rows, plan, progress, progress_key(self._spark, "NUM_TOTAL_STATE_ROWS"))
 
 
 def start_stream(spark: SparkSession, inputs: Inputs, build: QueryBuilder, *, enabled: bool,

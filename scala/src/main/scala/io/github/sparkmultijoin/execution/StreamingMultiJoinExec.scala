@@ -5,7 +5,8 @@ import java.util.concurrent.TimeUnit.NANOSECONDS
 import scala.util.control.NonFatal
 
 import io.github.sparkmultijoin.analysis.{Conjunct, EventTimeBounds, JoinTree, StateLayout}
-import io.github.sparkmultijoin.execution.StreamingMultiJoinHelper.onExhaustion
+import io.github.sparkmultijoin.execution.Iterators.onExhaustion
+import io.github.sparkmultijoin.execution.MultiJoinMetrics.{ALL_REMOVALS_TIME_MS, ALL_UPDATES_TIME_MS, COMMIT_TIME_MS, KEY_READ_TIME_MS, Metric, NUM_KEY_READS, NUM_NULL_PADDED_ROWS, NUM_OUTPUT_ROWS, NUM_REMOVED_STATE_ROWS, NUM_ROWS_DROPPED_BY_WATERMARK, NUM_ROWS_EXPIRED_BY_TTL, NUM_TOTAL_STATE_ROWS, NUM_UPDATED_STATE_ROWS, ROWS_OF_INPUT, STATE_MEMORY}
 import io.github.sparkmultijoin.execution.state.{MultiJoinStateManager, MultiJoinStateReader, OneValuePerKeyRows}
 import io.github.sparkmultijoin.logical.MultiJoin
 import org.apache.hadoop.conf.Configuration
@@ -18,7 +19,8 @@ import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, Expre
 import org.apache.spark.sql.catalyst.plans.physical.{Distribution, HashPartitioning, Partitioning, PartitioningCollection, StatefulOpClusteredDistribution, UnknownPartitioning}
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
-import org.apache.spark.sql.execution.streaming.operators.stateful.{SchemaValidationUtils, StatefulOperatorCustomMetric, StatefulOperatorCustomSumMetric, StatefulOperatorStateInfo, StateStoreWriter}
+import org.apache.spark.sql.execution.metric.SQLMetric
+import org.apache.spark.sql.execution.streaming.operators.stateful.{SchemaValidationUtils, StatefulOperatorCustomMetric, StatefulOperatorStateInfo, StateStoreWriter}
 import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, OperatorInfoV1, OperatorStateMetadata, OperatorStateMetadataReader, OperatorStateMetadataV2, StateSchemaValidationResult, StateStore, StateStoreColFamilySchema, StateStoreId, StateStoreMetadataV2, StateStoreOps}
 import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
 import org.apache.spark.sql.types.StructType
@@ -44,7 +46,7 @@ import org.apache.spark.sql.types.StructType
  * RocksDB's before, and the state manager moves their rows into version 3's layout. The version
  * is recorded in the operator's metadata with what the layout depends on
  * ([[OperatorProperties]]), which a restart checks. Probing and checks: see
- * [[StreamingMultiJoinHelper]].
+ * [[ProbePlan]] and [[CompiledJoin]].
  *
  * @param inputs          per input, its columns
  * @param keys            per input, its key expressions (same length and types for all inputs)
@@ -257,23 +259,9 @@ case class StreamingMultiJoinExec(
     storeTimes = stateTtlMs.isDefined)
 
   override def customStatefulOperatorMetrics: Seq[StatefulOperatorCustomMetric] =
-    inputs.indices.map { input =>
-      StatefulOperatorCustomSumMetric(rowsOfInputMetric(input), s"rows of input $input in state")
-    } :+ StatefulOperatorCustomSumMetric(NullPaddedRowsMetric, "null-padded rows emitted") :+
-      StatefulOperatorCustomSumMetric(ExpiredRowsMetric, "rows dropped by the state TTL") :+
-      StatefulOperatorCustomSumMetric(KeyReadsMetric,
-        "reads of the rows stored under a key (one point lookup each)") :+
-      StatefulOperatorCustomSumMetric(KeyReadTimeMetric, "time reading stored rows (ms)")
+    MultiJoinMetrics.customStatefulOperatorMetrics(inputs.length)
 
-  private def rowsOfInputMetric(input: Int): String = s"numRowsInput$input"
-
-  private val NullPaddedRowsMetric = "numNullPaddedRows"
-
-  private val ExpiredRowsMetric = "numRowsExpiredByTtl"
-
-  private val KeyReadsMetric = "numKeyReads"
-
-  private val KeyReadTimeMetric = "keyReadTimeMs"
+  private def metric(declared: Metric): SQLMetric = longMetric(declared.name)
 
   // A batch without data is worth running when the watermark moved and rows may be due.
   override def shouldRunAnotherBatch(newInputWatermark: Long): Boolean =
@@ -329,70 +317,74 @@ case class StreamingMultiJoinExec(
     TaskContext.get().addTaskCompletionListener[Unit](_ => state.abortIfNotCommitted())
     // A row past its TTL joins nothing from this batch on, so it goes before any row is joined.
     for (ttl <- stateTtlMs; now <- batchStartMs) {
-      longMetric(ExpiredRowsMetric) += state.expire(now - ttl)
+      metric(NUM_ROWS_EXPIRED_BY_TTL) += state.expire(now - ttl)
     }
-    val join = lendCompiledJoin(info)
-    val padder = new OuterJoinPadder(join, state, longMetric(NullPaddedRowsMetric))
+    val join = CompiledJoins.lendToTask(new CompiledJoins.Spec(
+      (info.queryRunId, info.operatorId), keys, inputs, output, conjuncts, tree))
+    val padder = new OuterJoinPadder(join, state, metric(NUM_NULL_PADDED_ROWS))
     val joiner = new DeltaJoiner(join, state, padder, lateRowsWatermarkMs.map(_ * 1000),
-      timeOrdinals, longMetric("numRowsDroppedByWatermark"))
-    // Bounds in microseconds, as rows keep their event times.
-    def evictAtOrBelow(input: Int) = evictionWatermarkMs.filter(_ => evictable.contains(input))
-      .map(watermark => (watermark + evictionOffsets(input).get) * 1000)
-    def newlyFinalRows(decider: Int) = for {
-      watermark <- evictionWatermarkMs
-      previous <- lateRowsWatermarkMs
-      offset <- finalOffsets(decider)
-    } yield state.newlyFinalRows(decider, (watermark + offset) * 1000, (previous + offset) * 1000)
-
+      timeOrdinals, metric(NUM_ROWS_DROPPED_BY_WATERMARK))
     val updateStartTimeNs = System.nanoTime
-    // All new rows are stored before any is joined, so that each key's stored rows are read
-    // once per batch, not once per new row.
-    val tagged = new TaggedInputs.Reader(keys.head.length, inputs.map(_.length))
-    val joined = taggedRows.flatMap { row =>
-      val input = tagged.input(row)
-      joiner.store(input, tagged.row(row, input))
-    } ++ joiner.joinAddedKeys()
-    val rows = joined ++ tree.decidingInputs.iterator.flatMap { decider =>
-      newlyFinalRows(decider).iterator.flatMap(padder.padFinal(decider, _))
-    }
-    val numOutputRows = longMetric("numOutputRows")
+    val rows = joined(joiner, taggedRows) ++
+      padded(padder, state, lateRowsWatermarkMs, evictionWatermarkMs)
+    val numOutputRows = metric(NUM_OUTPUT_ROWS)
     onExhaustion(rows.map { row => numOutputRows += 1; row }) {
-      allUpdatesTimeMs(updateStartTimeNs)
-      longMetric("allRemovalsTimeMs") += timeTakenMs {
-        state.evict(evictable.flatMap(input => evictAtOrBelow(input).map(input -> _)): _*)
-      }
-      longMetric("commitTimeMs") += timeTakenMs(state.commit())
+      metric(ALL_UPDATES_TIME_MS) += NANOSECONDS.toMillis(System.nanoTime - updateStartTimeNs)
+      metric(ALL_REMOVALS_TIME_MS) += timeTakenMs(evict(state, evictionWatermarkMs))
+      metric(COMMIT_TIME_MS) += timeTakenMs(state.commit())
       reportState(state, store)
     }
   }
 
-  /** This operator's compiled join, for this task, given back when the task succeeds. */
-  private def lendCompiledJoin(info: StatefulOperatorStateInfo): CompiledJoin = {
-    val spec = new CompiledJoins.Spec((info.queryRunId, info.operatorId), keys, inputs, output,
-      conjuncts, tree)
-    val join = CompiledJoins.lend(spec)
-    TaskContext.get().addTaskCompletionListener[Unit] { task =>
-      if (!task.isFailed() && !task.isInterrupted()) CompiledJoins.takeBack(spec, join)
-    }
-    join
+  /**
+   * What the new rows join. All are stored before any is joined, so that each key's stored rows
+   * are read once per batch, not once per new row.
+   */
+  private def joined(joiner: DeltaJoiner, tagged: Iterator[InternalRow]): Iterator[InternalRow] = {
+    val reader = new TaggedInputs.Reader(keys.head.length, inputs.map(_.length))
+    tagged.flatMap { row =>
+      val input = reader.input(row)
+      joiner.store(input, reader.row(row, input))
+    } ++ joiner.joinAddedKeys()
   }
 
-  private def allUpdatesTimeMs(startNs: Long): Unit =
-    longMetric("allUpdatesTimeMs") += NANOSECONDS.toMillis(System.nanoTime - startNs)
+  /**
+   * The null-padded rows that the deciding inputs' rows which became final decide (bounds in
+   * microseconds, as rows keep their event times).
+   */
+  private def padded(
+      padder: OuterJoinPadder,
+      state: MultiJoinStateManager,
+      lateRowsWatermarkMs: Option[Long],
+      evictionWatermarkMs: Option[Long]): Iterator[InternalRow] =
+    tree.decidingInputs.iterator.flatMap { decider =>
+      val newlyFinal = for {
+        watermark <- evictionWatermarkMs
+        previous <- lateRowsWatermarkMs
+        offset <- finalOffsets(decider)
+      } yield state.newlyFinalRows(decider, (watermark + offset) * 1000, (previous + offset) * 1000)
+      newlyFinal.iterator.flatMap(padder.padFinal(decider, _))
+    }
+
+  /** Removes each evictable input's rows at or below its bound under the watermark. */
+  private def evict(state: MultiJoinStateManager, evictionWatermarkMs: Option[Long]): Unit =
+    state.evict(evictable.flatMap { input =>
+      evictionWatermarkMs.map(watermark => input -> (watermark + evictionOffsets(input).get) * 1000)
+    }: _*)
 
   /** The state's metrics, once the partition's batch is committed. */
   private def reportState(state: MultiJoinStateManager, store: StateStore): Unit = {
-    longMetric("numUpdatedStateRows") += state.numStoredRows
-    longMetric("numRemovedStateRows") += state.numEvictedRows
+    metric(NUM_UPDATED_STATE_ROWS) += state.numStoredRows
+    metric(NUM_REMOVED_STATE_ROWS) += state.numEvictedRows
     // The store counts the time index too; the state rows reported are the input rows.
-    longMetric("numTotalStateRows") += state.rowCounts.sum
+    metric(NUM_TOTAL_STATE_ROWS) += state.rowCounts.sum
     state.rowCounts.zipWithIndex.foreach { case (rows, input) =>
-      longMetric(rowsOfInputMetric(input)) += rows
+      longMetric(ROWS_OF_INPUT.ofInput(input)) += rows
     }
-    longMetric(KeyReadsMetric) += state.numKeyReads
-    longMetric(KeyReadTimeMetric) += state.keyReadTimeMs
+    metric(NUM_KEY_READS) += state.numKeyReads
+    metric(KEY_READ_TIME_MS) += state.keyReadTimeMs
     val storeMetrics = store.metrics
-    longMetric("stateMemory") += storeMetrics.memoryUsedBytes
+    metric(STATE_MEMORY) += storeMetrics.memoryUsedBytes
     setStoreCustomMetrics(storeMetrics.customMetrics)
     setStoreInstanceMetrics(storeMetrics.instanceMetrics)
     setOperatorMetrics()

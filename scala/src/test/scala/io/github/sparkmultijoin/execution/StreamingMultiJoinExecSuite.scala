@@ -215,7 +215,8 @@ class StreamingMultiJoinExecSuite extends MultiJoinSuiteBase {
             inputs.add(2, (Some(1), 2))
             assert(run.process().isEmpty, "the rows of step 1 expired before c arrived")
             assert(run.stateRows("multiJoin") == Seq(1L))
-            assert(run.stateMetric("multiJoin", "numRowsExpiredByTtl") == Seq(2L))
+            val expired = MultiJoinMetrics.NUM_ROWS_EXPIRED_BY_TTL.name
+            assert(run.stateMetric("multiJoin", expired) == Seq(2L))
             inputs.add(0, (Some(1), 3))
             inputs.add(1, (Some(1), 3))
             assert(canonical(run.process()) == List("[1,3,1,3,1,2]"))

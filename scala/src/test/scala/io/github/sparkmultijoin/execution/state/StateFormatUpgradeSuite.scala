@@ -7,6 +7,7 @@ import java.sql.Timestamp
 import scala.jdk.CollectionConverters._
 
 import io.github.sparkmultijoin.{MultiJoinSuiteBase, SteppedInputs, StreamingSteps}
+import io.github.sparkmultijoin.execution.MultiJoinMetrics
 import org.apache.commons.io.FileUtils
 
 import org.apache.spark.sql.{DataFrame, Row}
@@ -113,7 +114,8 @@ class StateFormatUpgradeSuite extends MultiJoinSuiteBase {
         after.flatMap { step =>
           step.zipWithIndex.foreach { case (rows, input) => inputs.add(input, rows: _*) }
           val emitted = steps.process()
-          assert(steps.stateMetric("multiJoin", "numKeyReads").sum > 0, "read stored rows")
+          val keyReads = steps.stateMetric("multiJoin", MultiJoinMetrics.NUM_KEY_READS.name)
+          assert(keyReads.sum > 0, "read stored rows")
           emitted
         }
       } finally steps.close()

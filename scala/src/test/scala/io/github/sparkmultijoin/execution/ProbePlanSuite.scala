@@ -2,27 +2,20 @@ package io.github.sparkmultijoin.execution
 
 import scala.util.Random
 
-import io.github.sparkmultijoin.analysis.{Conjunct, JoinTree}
-import io.github.sparkmultijoin.execution.StreamingMultiJoinHelper.{addingIntervalsAsMicros, predicate, probePlan, probePlans, BoundRows, Combinations}
+import io.github.sparkmultijoin.analysis.Conjunct
+import io.github.sparkmultijoin.execution.CompiledJoin.predicate
+import io.github.sparkmultijoin.execution.ProbePlan.{forEachInput, forNewRow}
+import io.github.sparkmultijoin.execution.ProbePlanSuite.{inputs, rows}
 import org.scalatest.funsuite.AnyFunSuite
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Add, And, AttributeReference, BasePredicate, BoundReference, Expression, EqualTo, GenericInternalRow, GreaterThan, JoinedRow, Literal, Not, Remainder, TimestampAddInterval, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Add, And, AttributeReference, BasePredicate, Expression, EqualTo, GenericInternalRow, GreaterThan, JoinedRow, Literal, Not, Remainder, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.catalyst.util.ArrayData
-import org.apache.spark.sql.catalyst.util.DateTimeConstants.MICROS_PER_DAY
-import org.apache.spark.sql.types.{ArrayType, BinaryType, DataType, DayTimeIntervalType, Decimal, DecimalType, IntegerType, LongType, StringType, StructField, StructType, TimestampType}
+import org.apache.spark.sql.types.{ArrayType, BinaryType, DataType, Decimal, DecimalType, IntegerType, LongType, StringType, StructField, StructType}
 import org.apache.spark.unsafe.types.UTF8String
 
-class StreamingMultiJoinHelperSuite extends AnyFunSuite {
-
-  // Input i has one int column v<i>.
-  private def inputs(n: Int) = (0 until n).map(i => Seq(AttributeReference(s"v$i", IntegerType)()))
-
-  private def rows(values: Seq[Int]): Array[UnsafeRow] = {
-    val toRow = UnsafeProjection.create(Array[DataType](IntegerType))
-    values.map(v => toRow(InternalRow(v)).copy()).toArray
-  }
+class ProbePlanSuite extends AnyFunSuite {
 
   test("conjuncts are checked at the first step that binds all their inputs") {
     val attributes = inputs(4)
@@ -31,7 +24,7 @@ class StreamingMultiJoinHelperSuite extends AnyFunSuite {
     val withFirstProbe = EqualTo(v2, v0)
     val withLastProbe = GreaterThan(Add(v1, v3), Literal(3))
     val condition = Seq(onlyNewRow, withFirstProbe, withLastProbe).reduce(And)
-    val plan = probePlans(attributes, Conjunct.all(Some(condition), Seq.fill(4)(None)))(2)
+    val plan = forEachInput(attributes, Conjunct.all(Some(condition), Seq.fill(4)(None)))(2)
     assert(plan.probeOrder.toSeq == Seq(0, 1, 3))
     assert(plan.checkOnNewRow.contains(onlyNewRow))
     assert(plan.checksAfterProbe.toSeq == Seq(Some(withFirstProbe), None, Some(withLastProbe)))
@@ -45,35 +38,14 @@ class StreamingMultiJoinHelperSuite extends AnyFunSuite {
     val core = GreaterThan(v1, v0)
     val onClauseOfInput2 = GreaterThan(v2, v0)
     val all = Conjunct.all(Some(core), Seq(None, None, Some(onClauseOfInput2)))
-    val padded = probePlan(attributes, all, newInput = 0, padded = Set(2))
+    val padded = forNewRow(attributes, all, newInput = 0, padded = Set(2))
     assert(padded.probeOrder.toSeq == Seq(1))
     assert(padded.checksAfterProbe.toSeq == Seq(Some(core)))
-    val unpadded = probePlan(attributes, all, newInput = 0)
+    val unpadded = forNewRow(attributes, all, newInput = 0)
     assert(unpadded.checksAfterProbe.toSeq == Seq(Some(core), Some(onClauseOfInput2)))
     // An ON clause that only reads the anchor still waits for its own input to be bound.
     val anchorOnly = Conjunct.all(None, Seq(None, None, Some(GreaterThan(v0, Literal(3)))))
-    assert(probePlan(attributes, anchorOnly, newInput = 0).checkOnNewRow.isEmpty)
-  }
-
-  test("a compiled join is lent to one task at a time, and kept per operator and join") {
-    // v1 > v0 + bound, over three inputs of one column each.
-    def spec(operatorId: Long, bound: Int = 0,
-        attributes: Seq[Seq[AttributeReference]] = inputs(3)): CompiledJoins.Spec = {
-      val condition = GreaterThan(attributes(1).head, Add(attributes(0).head, Literal(bound)))
-      new CompiledJoins.Spec((new java.util.UUID(7, 7), operatorId), attributes, attributes,
-        attributes.flatten, Conjunct.all(Some(condition), Seq.fill(3)(None)), JoinTree.inner(3))
-    }
-    val first = CompiledJoins.lend(spec(0))
-    val second = CompiledJoins.lend(spec(0))
-    assert(first ne second, "a join lent and not taken back is lent to no other task")
-    first.bindOnly(0, rows(Seq(5)).head)
-    CompiledJoins.takeBack(spec(0), first)
-    assert(first.bound.row.isNullAt(0), "a join taken back holds none of its task's rows")
-    assert(CompiledJoins.lend(spec(1)) ne first, "each operator has joins of its own")
-    assert(CompiledJoins.lend(spec(0, bound = 1)) ne first, "another condition, another join")
-    val sameJoinNextBatch = spec(0, attributes = inputs(3).map(_.map(_.newInstance())))
-    assert(CompiledJoins.lend(sameJoinNextBatch) eq first, "columns are compared by position")
-    assert(CompiledJoins.lend(spec(0)) ne first)
+    assert(forNewRow(attributes, anchorOnly, newInput = 0).checkOnNewRow.isEmpty)
   }
 
   test("combinations are exactly the filtered cartesian product, in any input position") {
@@ -91,7 +63,8 @@ class StreamingMultiJoinHelperSuite extends AnyFunSuite {
         Not(EqualTo(Remainder(Add(values(a), values(b)), Literal(3)), Literal(0)))
       }.reduce[Expression](And)
       val newInput = random.nextInt(n)
-      val plan = probePlans(attributes, Conjunct.all(Some(condition), Seq.fill(n)(None)))(newInput)
+      val plan =
+        forEachInput(attributes, Conjunct.all(Some(condition), Seq.fill(n)(None)))(newInput)
       val stored = plan.probeOrder.map(_ => Seq.fill(random.nextInt(4))(random.nextInt(10)))
       val newValue = random.nextInt(10)
 
@@ -127,7 +100,7 @@ class StreamingMultiJoinHelperSuite extends AnyFunSuite {
     val star = rest.map { vi =>
       And(Not(GreaterThan(v0, Add(vi, Literal(1)))), Not(GreaterThan(vi, Add(v0, Literal(1)))))
     }.reduce[Expression](And)
-    val plan = probePlans(attributes, Conjunct.all(Some(star), Seq.fill(6)(None)))(0)
+    val plan = forEachInput(attributes, Conjunct.all(Some(star), Seq.fill(6)(None)))(0)
     assert(plan.checkReadsUpTo.toSeq == Seq.fill(5)(-1))
     val evaluations = new java.util.concurrent.atomic.AtomicInteger
     val checks = plan.checksAfterProbe.map(predicate(_, attributes.flatten)).map { check =>
@@ -208,39 +181,16 @@ class StreamingMultiJoinHelperSuite extends AnyFunSuite {
       assert(values(copied) == values(joined), s"trial $trial")
     }
   }
+}
 
-  test("an interval shorter than a day added as microseconds gives Spark's answer, across " +
-    "changes of a zone's offset") {
-    val random = new Random(11)
-    val day = MICROS_PER_DAY
-    val intervals = Seq(0L, 30000000L, -30000000L, 3600000000L, -5400000000L, day - 1, 1 - day) ++
-      Seq.fill(20)(random.nextLong() % day)
-    // Instants around offset changes (America/New_York, Europe/Berlin, Australia/Lord_Howe's
-    // half hour), and anywhere from 1900 to 2100.
-    val changes = Seq("2026-03-08T07:00:00Z", "2026-11-01T06:00:00Z", "2026-03-29T01:00:00Z",
-      "2026-10-25T01:00:00Z", "2026-04-05T15:00:00Z", "2026-10-04T15:30:00Z")
-      .map(at => java.time.Instant.parse(at).getEpochSecond * 1000000L)
-    val instants =
-      changes.flatMap(at => Seq.fill(40)(at + random.nextLong() % (3 * 3600000000L))) ++
-        Seq.fill(100)(random.nextLong() % (100L * 365 * day))
-    val time = BoundReference(0, TimestampType, nullable = true)
-    for (zone <- Seq("America/New_York", "Europe/Berlin", "Australia/Lord_Howe", "Asia/Kolkata",
-        "UTC");
-      interval <- intervals) {
-      val spark = TimestampAddInterval(time, Literal(interval, DayTimeIntervalType()), Some(zone))
-      val ours = addingIntervalsAsMicros(spark)
-      assert(ours != spark)
-      for (micros <- instants :+ null.asInstanceOf[Any]) {
-        val row = InternalRow(micros)
-        assert(ours.eval(row) == spark.eval(row), s"$micros + $interval in $zone")
-      }
-      if (interval > 0) {
-        intercept[ArithmeticException](spark.eval(InternalRow(Long.MaxValue - 1)))
-        intercept[ArithmeticException](ours.eval(InternalRow(Long.MaxValue - 1)))
-      }
-    }
-    // A whole day follows the zone's calendar, so it stays as Spark adds it.
-    val wholeDay = TimestampAddInterval(time, Literal(day, DayTimeIntervalType()), Some("UTC"))
-    assert(addingIntervalsAsMicros(wholeDay) == wholeDay)
+object ProbePlanSuite {
+
+  // Input i has one int column v<i>.
+  def inputs(n: Int): Seq[Seq[AttributeReference]] = (0 until n).map(i =>
+    Seq(AttributeReference(s"v$i", IntegerType)()))
+
+  def rows(values: Seq[Int]): Array[UnsafeRow] = {
+    val toRow = UnsafeProjection.create(Array[DataType](IntegerType))
+    values.map(v => toRow(InternalRow(v)).copy()).toArray
   }
 }

@@ -1,0 +1,84 @@
+package io.github.sparkmultijoin.execution
+
+import io.github.sparkmultijoin.execution.state.MultiJoinStateManager
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.execution.metric.SQLMetric
+
+/**
+ * The delta join of one partition's micro-batch. All new rows are stored first (a late row, one
+ * with a null key and one that fails a conjunct of its own input alone are not); then, per key
+ * they were stored under, each input's rows under it are read once, and every combination with
+ * at least one new row is emitted exactly once: a new row of input i joins all rows of the
+ * inputs before i and the earlier rows of the inputs after it. This is the N-way delta join
+ * `dA join B join C + A' join dB join C + A' join B' join dC`, where primes are states updated
+ * by this batch. A key's rows of all inputs are read at once ([[MultiJoinStateManager.rowsUnder]]);
+ * a key under which an input has none is dropped.
+ *
+ * @param join        the compiled conditions and projections
+ * @param state       the partition's state
+ * @param padder      null-pads a deciding row with a null key, where one comes out at once
+ * @param lateAtOrBelowMicros rows with an event time at or below it are late (the previous
+ *                    batch's watermark), None before there is one
+ * @param timeOrdinals per input, the ordinal of its event time in its rows
+ * @param numLateRows counts the late rows dropped
+ */
+class DeltaJoiner(
+    join: CompiledJoin,
+    state: MultiJoinStateManager,
+    padder: OuterJoinPadder,
+    lateAtOrBelowMicros: Option[Long],
+    timeOrdinals: Seq[Option[Int]],
+    numLateRows: SQLMetric) {
+
+  /** Stores a new row, unless it is late or can join nothing; what it emits at once. */
+  def store(input: Int, row: InternalRow): Iterator[InternalRow] = {
+    if (isLate(input, row)) {
+      numLateRows += 1
+      Iterator.empty
+    } else {
+      val key = join.keyProjections(input)(row)
+      val unsafeRow = join.toUnsafe(input, row)
+      if (key.anyNull) {
+        padder.padWithoutKey(input, unsafeRow)
+      } else {
+        join.bindOnly(input, unsafeRow)
+        // A FULL OUTER input's row that fails its own ON clause still comes out, padded.
+        if (join.passes(join.deltaPlans(input).onNewRow) || join.tree.isFullOuter(input)) {
+          state.append(input, key, unsafeRow)
+        }
+        Iterator.empty
+      }
+    }
+  }
+
+  private def isLate(input: Int, row: InternalRow): Boolean = timeOrdinals(input).exists {
+    ordinal =>
+      lateAtOrBelowMicros.exists(watermark =>
+        !row.isNullAt(ordinal) && row.getLong(ordinal) <= watermark)
+  }
+
+  /** The combinations with a row of this batch, over every key this batch stored rows under. */
+  def joinAddedKeys(): Iterator[InternalRow] =
+    state.keysAdded.flatMap { case (key, addedInputs) => joinKey(key, addedInputs) }
+
+  private def joinKey(key: UnsafeRow, addedInputs: Long): Iterator[InternalRow] = {
+    val rowsOf = state.rowsUnder(key, everyInput = true)
+    if (rowsOf.exists(_.rows.isEmpty)) {
+      Iterator.empty
+    } else {
+      join.inputs.indices.iterator.filter(inMask(addedInputs, _)).flatMap { input =>
+        rowsOf(input).addedRows.iterator.flatMap { row =>
+          join.bindOnly(input, row)
+          join.combinations(join.deltaPlans(input),
+            probed =>
+              if (probed < input) rowsOf(probed).rows else rowsOf(probed).earlierRows
+          )(() => join.bound.outputRow())
+        }
+      }
+    }
+  }
+
+  private def inMask(mask: Long, input: Int): Boolean = (mask & (1L << input)) != 0
+}

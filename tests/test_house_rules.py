@@ -1,0 +1,50 @@
+"""The house rules that a reader of the code relies on, checked on every run: file and method
+sizes, the optimizer's independence from execution, and ARCHITECTURE.md's map of the tree."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCALA_MAIN = ROOT / "scala" / "src" / "main" / "scala"
+PACKAGE = SCALA_MAIN / "io" / "github" / "sparkmultijoin"
+
+
+def size_breaches(root: Path) -> list[str]:
+    checked = subprocess.run([sys.executable, str(ROOT / "scripts" / "check_code_size.py"),
+                              str(root)], capture_output=True, text=True)
+    assert checked.returncode in (0, 1), checked.stderr
+    return checked.stdout.splitlines()
+
+
+def test_no_main_file_or_method_over_the_limits():
+    assert size_breaches(ROOT) == []
+
+
+def test_the_size_check_finds_what_is_over(tmp_path):
+    """The check can fail: a Scala method, a Python function and a file one line over."""
+    body = "\n".join(f"    val x{i} = {i}" for i in range(39))
+    scala = tmp_path / "scala" / "src" / "main" / "A.scala"
+    scala.parent.mkdir(parents=True)
+    scala.write_text(f"object A {{\n  def long(): Unit = {{\n{body}\n  }}\n  def short() = 1\n}}\n")
+    python = tmp_path / "python" / "b.py"
+    python.parent.mkdir()
+    python.write_text("def long():\n" + "\n".join(f"    x{i} = {i}" for i in range(40)) + "\n")
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "c.py").write_text("x = 1\n" * 401)
+    assert size_breaches(tmp_path) == [
+        "scala/src/main/A.scala:2: long is 41 lines (at most 40)",
+        "python/b.py:1: long is 41 lines (at most 40)",
+        "scripts/c.py: 401 lines (at most 400)",
+    ]
+
+
+def test_optimizer_and_analysis_import_no_execution_code():
+    for phase in ("optimizer", "analysis", "logical"):
+        for path in (PACKAGE / phase).rglob("*.scala"):
+            imports = re.findall(r"^import io\.github\.sparkmultijoin\.execution", path.read_text(),
+                                 re.M)
+            assert not imports, f"{path.relative_to(ROOT)} imports execution code"
