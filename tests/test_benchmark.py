@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from scripts.bench import metrics
 from scripts.bench.benchmark import run_benchmark
 from scripts.bench.breakdown import batch_cost
 from scripts.bench.chart import orders_of_magnitude_apart
@@ -14,6 +15,7 @@ from scripts.bench.report import breakdown_markdown
 from scripts.bench.runners import run_mode
 from scripts.bench.workloads import inputs, outer_star, workloads
 from spark_multijoin._config import ENABLED_KEY
+from support.metrics import progress_key
 from support.runs import session_conf
 
 
@@ -76,3 +78,10 @@ def test_outer_star_fuses_into_one_multi_join_with_the_batch_querys_answer(spark
     batch_rows = workload.query(inputs(workload, tmp_path).tables(spark)).collect()
     assert multi["output_rows"] == len(batch_rows) > 0
     assert any(value is None for row in batch_rows for value in row), "some are null-padded"
+
+
+def test_benchmark_names_the_multi_join_metrics_as_the_registry_does(spark):
+    """scripts/bench/metrics.py spells the names it reads from progress; they must be the
+    registry's, so that renaming a metric there breaks here rather than blanking a column."""
+    assert metrics.MULTI_JOIN_METRICS == (progress_key(spark, "NUM_KEY_READS"),
+                                          progress_key(spark, "KEY_READ_TIME_MS"))

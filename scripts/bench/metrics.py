@@ -29,7 +29,7 @@ ROCKSDB_METRICS = ("rocksdbLoadLatencyMs", "rocksdbChangeLogWriterCommitLatencyM
                    "rocksdbGetCount", "rocksdbGetLatency", "rocksdbPutCount",
                    "rocksdbPutLatency")
 # The multi-join's reads of stored rows, one RocksDB get per key, which Spark's store counts
-# among its gets too.
+# among its gets too: as the registry MultiJoinMetrics names them (tests/test_benchmark.py checks).
 MULTI_JOIN_METRICS = ("numKeyReads", "keyReadTimeMs")
 STORE_METRICS = ROCKSDB_METRICS + MULTI_JOIN_METRICS
 
