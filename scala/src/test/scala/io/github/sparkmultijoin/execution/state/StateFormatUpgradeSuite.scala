@@ -17,11 +17,11 @@ import org.apache.spark.sql.streaming.StreamingQueryException
  * A checkpoint written by an earlier version resumes with this one, and the query's whole output
  * is still the batch query's.
  *
- * The checkpoint in `state-format-2/` was written by spark-multijoin at a33f795 (state layout
- * version 2: a family of rows per input), running [[query]] over [[before]]'s two steps;
+ * The checkpoint in `state-format-2/` was written by spark-multijoin at a33f795 (multi-join
+ * state layout 2: a family of rows per input), running [[query]] over [[before]]'s two steps;
  * `emitted.txt` holds what it emitted, as [[rendered]] lists rows. Resumed here,
- * the state manager moves those rows into the version 3 layout, and the rows added after the
- * restart join them.
+ * the state manager moves those rows into layout 3, and the rows added after the restart join
+ * them.
  */
 class StateFormatUpgradeSuite extends MultiJoinSuiteBase {
   import spark.implicits._
@@ -69,9 +69,10 @@ class StateFormatUpgradeSuite extends MultiJoinSuiteBase {
 
   /**
    * Copies the fixture's checkpoint to `dir`, pointing its metadata at the copy's schema file;
-   * with `versionOnly`, its operator properties become what builds before ad64604 recorded.
+   * with `recordedLayout`, its operator properties become only that layout's number, as builds
+   * before ad64604 recorded them.
    */
-  private def copyCheckpoint(dir: File, versionOnly: Boolean = false): Unit = {
+  private def copyCheckpoint(dir: File, recordedLayout: Option[Int] = None): Unit = {
     FileUtils.copyDirectory(new File(fixture, "checkpoint"), dir)
     val metadata = new File(dir, metadataFile)
     val Array(version, json) = FileUtils.readFileToString(metadata, "UTF-8").split("\n", 2)
@@ -79,10 +80,10 @@ class StateFormatUpgradeSuite extends MultiJoinSuiteBase {
     val properties = """"operatorPropertiesJson":"(?:[^"\\]|\\.)*""""
     FileUtils.writeStringToFile(metadata,
       version + "\n" +
-        (if (versionOnly) {
-           moved.replaceFirst(properties,
-             """"operatorPropertiesJson":"{\\"stateFormatVersion\\":2}"""")
-         } else moved), "UTF-8")
+        recordedLayout.fold(moved) { layout =>
+          moved.replaceFirst(properties,
+            s""""operatorPropertiesJson":"{\\\\"stateFormatVersion\\\\":$layout}"""")
+        }, "UTF-8")
     new File(metadata.getParentFile, ".0.crc").delete()
   }
 
@@ -97,7 +98,7 @@ class StateFormatUpgradeSuite extends MultiJoinSuiteBase {
     .read(spark, checkpoint.getPath, input = 0, batchId = None, operatorId = None)
     .select("k0", "v0", "t0").collect().toSeq)
 
-  test("a checkpoint of state layout version 2 resumes, and the output is the batch query's") {
+  test("a checkpoint of state layout 2 resumes, and the output is the batch query's") {
     val emittedBefore = Files.readAllLines(new File(fixture, "emitted.txt").toPath).asScala.toList
     withTempDir { dir =>
       copyCheckpoint(dir)
@@ -107,7 +108,7 @@ class StateFormatUpgradeSuite extends MultiJoinSuiteBase {
       // offsets, and nothing before the restart runs again.
       for (step <- before; (rows, input) <- step.zipWithIndex) inputs.add(input, rows: _*)
       // Read from either layout: a's rows at 100 s were evicted, as nothing can join them now.
-      assert(storedRowsOfA(dir) == List("[1,2,200]", "[4,2,200]"), "version 2")
+      assert(storedRowsOfA(dir) == List("[1,2,200]", "[4,2,200]"), "layout 2")
       val steps = withMultiJoin(enabled = true)(new StreamingSteps(query(inputs.streaming), dir))
       val emittedAfter = try {
         after.flatMap { step =>
@@ -117,7 +118,7 @@ class StateFormatUpgradeSuite extends MultiJoinSuiteBase {
           emitted
         }
       } finally steps.close()
-      assert(storedRowsOfA(dir) == List("[9,4,1000]"), "version 3")
+      assert(storedRowsOfA(dir) == List("[9,4,1000]"), "layout 3")
       val expected = rendered(query(inputs.tables).collect().toSeq)
       assert(expected.contains("[4,2,200,4,3,201,4,2,209]"),
         "a row added after the restart joins rows stored before it")
@@ -126,9 +127,9 @@ class StateFormatUpgradeSuite extends MultiJoinSuiteBase {
   }
 
   test(
-    "a version 2 checkpoint that recorded no input columns is refused if one's columns changed") {
+    "a layout 2 checkpoint that recorded no input columns is refused if one's columns changed") {
     withTempDir { dir =>
-      copyCheckpoint(dir, versionOnly = true)
+      copyCheckpoint(dir, recordedLayout = Some(2))
       assert(FileUtils.readFileToString(new File(dir, metadataFile), "UTF-8")
         .contains(""""operatorPropertiesJson":"{\"stateFormatVersion\":2}""""))
       val inputs =

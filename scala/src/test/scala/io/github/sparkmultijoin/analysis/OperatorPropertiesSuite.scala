@@ -1,6 +1,5 @@
-package io.github.sparkmultijoin.execution
+package io.github.sparkmultijoin.analysis
 
-import io.github.sparkmultijoin.analysis.JoinTree
 import org.scalatest.funsuite.AnyFunSuite
 
 import org.apache.spark.SparkThrowable
@@ -20,8 +19,9 @@ class OperatorPropertiesSuite extends AnyFunSuite {
       maxTables: Option[Int] = Some(3),
       schemas: Seq[StructType] = inputs,
       tree: JoinTree = JoinTree.inner(3),
-      storeTimes: Boolean = false) =
-    OperatorProperties.planned(2, maxTables, schemas, tree, storeTimes)
+      storeTimes: Boolean = false,
+      layout: StateLayout = StateLayout.ColumnFamilies) =
+    OperatorProperties.planned(layout, maxTables, schemas, tree, storeTimes)
 
   /** The properties as the checkpoint records them, restarted with `current`: the error. */
   private def restart(recorded: OperatorProperties, current: OperatorProperties): Throwable =
@@ -55,6 +55,11 @@ class OperatorPropertiesSuite extends AnyFunSuite {
     }
     assert(OperatorProperties.fromJson("""{"stateFormatVersion":2}""") ==
       OperatorProperties(Some(2), None, None, None))
+  }
+
+  test("the layout's number is recorded as stateFormatVersion, as checkpoints have it") {
+    assert(planned(layout = StateLayout.OneValuePerKey).json.startsWith(
+      """{"stateFormatVersion":4,"maxTables":3,"""))
   }
 
   test("a changed max-tables that changed the operator's inputs is named, as Spark names one") {
