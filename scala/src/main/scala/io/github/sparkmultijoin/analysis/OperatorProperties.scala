@@ -4,6 +4,7 @@ import org.json4s.{JArray, JBool, JInt, JNothing, JNull, JObject, JValue}
 import org.json4s.jackson.JsonMethods.{compact, parse, parseOpt, render}
 
 import org.apache.spark.sql.execution.streaming.state.StateStoreErrors
+import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
 import org.apache.spark.sql.types.{DataType, StructType}
 
@@ -13,9 +14,9 @@ import org.apache.spark.sql.types.{DataType, StructType}
  * shows) so that a restart can say what changed. The planner's restart check and the operator
  * both read it, hence its place here.
  *
- * Why: the state keeps every input's rows, each in its input's columns. A restart whose
- * multi-join has other inputs (`multi-join.max-tables` regroups a long chain into other
- * multi-joins), other input columns, or other outer joins cannot use it.
+ * Why: the state keeps every input's rows, each in its input's columns, in one layout. A restart
+ * whose multi-join has another layout, other inputs (`multi-join.max-tables` regroups a long
+ * chain into other multi-joins), other input columns, or other outer joins cannot use it.
  * Spark's schema check refuses most such restarts, but with
  * STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE, which names neither the input nor the setting that
  * changed.
@@ -58,6 +59,7 @@ case class OperatorProperties(
    * than either value) restarts.
    */
   def checkRestart(current: OperatorProperties, operatorId: Long): Unit = {
+    checkLayout(current, operatorId)
     checkStoreTimes(current, operatorId)
     val changes = layoutChanges(current)
     if (changes.nonEmpty) {
@@ -71,6 +73,26 @@ case class OperatorProperties(
             "changed since the checkpoint was written: change them back, or start a new " +
             "checkpoint.")
       }
+    }
+  }
+
+  /**
+   * Fails if the state was written in another layout than `current` would use: the layout
+   * decides how every row is read, so a store of one layout cannot be read as another.
+   */
+  private def checkLayout(current: OperatorProperties, operatorId: Long): Unit = {
+    val cannot = s"The multi-join (stateful operator $operatorId) cannot resume from this " +
+      "checkpoint:"
+    (StateLayout.recorded(layoutVersion), StateLayout.recorded(current.layoutVersion)) match {
+      case (Left(unknown), _) =>
+        throw new IllegalStateException(s"$cannot $unknown. Run the query with that version, " +
+          "or start a new checkpoint.")
+      case (Right(before), Right(now)) if before != now =>
+        throw new IllegalStateException(s"$cannot its state is in $before, which " +
+          s"${before.provider} keeps, and this session would use $now, for ${now.provider}. " +
+          s"Run the query with ${SQLConf.STATE_STORE_PROVIDER_CLASS.key} set to " +
+          s"${before.providerClass}, or start a new checkpoint.")
+      case _ =>
     }
   }
 

@@ -147,4 +147,32 @@ class StateFormatUpgradeSuite extends MultiJoinSuiteBase {
           "t1 TIMESTAMP NOT NULL) and now has ("), error.getMessage)
     }
   }
+
+  /** The error of a restart of the fixture with `recordedLayout` as its operator properties. */
+  private def restartError(recordedLayout: Int): String = withTempDir { dir =>
+    copyCheckpoint(dir, recordedLayout = Some(recordedLayout))
+    val inputs =
+      new SteppedInputs[Timed](spark, (0 until 3).map(i => Seq(s"k$i", s"v$i", s"t$i")))
+    for (step <- before ++ after.take(1); (rows, input) <- step.zipWithIndex) {
+      inputs.add(input, rows: _*)
+    }
+    intercept[StreamingQueryException] {
+      val steps = withMultiJoin(enabled = true)(new StreamingSteps(query(inputs.streaming), dir))
+      try steps.process()
+      finally steps.close()
+    }.getMessage
+  }
+
+  test("a checkpoint of another state layout than the session's, or a later one, is refused") {
+    // The fixture's store is RocksDB's, where this session uses layout 3.
+    val otherLayout = restartError(recordedLayout = 4)
+    assert(
+      otherLayout.contains("cannot resume from this checkpoint: its state is in " +
+        "multi-join state layout 4 (one value per key), which HDFSBackedStateStoreProvider " +
+        "keeps, and this session would use multi-join state layout 3 (column families)"),
+      otherLayout)
+    val later = restartError(recordedLayout = 5)
+    assert(later.contains("multi-join state layout 5 is not one this version of " +
+        "spark-multijoin knows"), later)
+  }
 }
