@@ -4,8 +4,6 @@ import scala.collection.mutable
 import scala.collection.mutable.ArrayBuffer
 import scala.jdk.CollectionConverters._
 
-import io.github.sparkmultijoin.analysis.StateLayout
-
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, NoPrefixKeyStateEncoderSpec, RangeKeyScanStateEncoderSpec, StateStore, StateStoreColFamilySchema}
@@ -44,8 +42,6 @@ private[sparkmultijoin] object ColumnFamiliesLayout extends MultiJoinStateLayout
     StructType(
       StructField("eventTimeMicros", LongType, nullable = false) +:
         StoredRow.idSchema(keySchema).fields)
-
-  override def layout: StateLayout = StateLayout.ColumnFamilies
 
   override def familySchemas(shape: StateShape): Map[String, StateStoreColFamilySchema] = {
     val timeKeySchema = timeIndexKeySchema(shape.keySchema)

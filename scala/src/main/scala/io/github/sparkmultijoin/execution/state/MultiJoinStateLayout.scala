@@ -19,8 +19,6 @@ import org.apache.spark.sql.types.StructType
  */
 private[sparkmultijoin] trait MultiJoinStateLayout extends Serializable {
 
-  def layout: StateLayout
-
   /** Every column family's schema, for creating them and for Spark's schema checks. */
   def familySchemas(shape: StateShape): Map[String, StateStoreColFamilySchema]
 

@@ -35,8 +35,6 @@ private[sparkmultijoin] object OneValuePerKeyLayout extends MultiJoinStateLayout
     .add("rows", ArrayType(StoredRow.schema(withStoreTimes), containsNull = false))
     .add("count", LongType)
 
-  override def layout: StateLayout = StateLayout.OneValuePerKey
-
   /** The store's one family. */
   override def familySchemas(shape: StateShape): Map[String, StateStoreColFamilySchema] = {
     val key = storeKeySchema(shape.keySchema)
