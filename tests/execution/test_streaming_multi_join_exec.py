@@ -64,7 +64,7 @@ def stored_rows(shape, inputs):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_random_chain_on_the_in_memory_store(spark, tmp_path, seed):
-    """Spark's in-memory store (layout version 4): each of the read modes once."""
+    """Spark's in-memory store (multi-join state layout 4): each of the read modes once."""
     shape, build, inputs, expected = random_chain(spark, tmp_path, 100 + seed)
     files_per_trigger, batch_rows_memory = READ_MODES[seed]
     with session_conf(spark, STATE_STORES["in-memory"]):

@@ -3,32 +3,61 @@ package io.github.sparkmultijoin.analysis
 import org.apache.spark.sql.internal.SQLConf
 
 /**
- * How a multi-join lays out its state, which the session's state store provider decides: the
- * rule fuses chains only where there is a layout for the session's store, and the operator opens
- * its store with that layout. The provider is part of a query's checkpoint (Spark
- * restores it on a restart), so a query keeps its layout.
+ * A multi-join state layout: how a multi-join keeps its input rows in a state store. The
+ * session's state store provider decides which one a new query takes: the rule fuses chains only
+ * where there is a layout for that store, and the operator opens its store with it. The operator
+ * records the layout's number in its operator metadata (as `stateFormatVersion`, the name that
+ * checkpoints have), and a restart with another layout is refused ([[OperatorProperties]]).
  *
- * @param formatVersion the state format version the operator records for this layout
+ * Why "multi-join state layout N" wherever the number shows: Spark's
+ * `spark.sql.streaming.join.stateFormatVersion` numbers the state of its own stream-stream join,
+ * and our layout 4 is not Spark's join state format 4.
+ *
+ * @param version  the number recorded for the layout
+ * @param what     what sets it apart, as messages name it
+ * @param provider the simple class name of the state store provider it is for
  */
-sealed abstract class StateLayout(val formatVersion: Int)
+sealed abstract class StateLayout(val version: Int, what: String, val provider: String) {
+  override def toString: String = s"${StateLayout.describe(version)} ($what)"
+
+  def providerClass: String = s"org.apache.spark.sql.execution.streaming.state.$provider"
+}
 
 object StateLayout {
 
-  /**
-   * RocksDB: column families, several values under a key, keys ordered for range scans; time
-   * indexes make eviction read only the rows it removes.
-   */
-  case object ColumnFamilies extends StateLayout(3)
+  /** RocksDB: column families, several values under a key, keys ordered for range scans. */
+  case object ColumnFamilies
+    extends StateLayout(3, "column families", "RocksDBStateStoreProvider")
+
+  /** Spark's in-memory store, its default: one keyspace, one value per key, no order. */
+  case object OneValuePerKey
+    extends StateLayout(4, "one value per key", "HDFSBackedStateStoreProvider")
+
+  val all: Seq[StateLayout] = Seq(ColumnFamilies, OneValuePerKey)
 
   /**
-   * Spark's in-memory store (`HDFSBackedStateStoreProvider`, Spark's default): one keyspace, one
-   * value per key, no order. It holds every input's rows under a join key as one value; evicting
-   * by event time, or by a state TTL, reads every row.
+   * Layouts 1 (which recorded no number) and 2 kept each input's rows in a family of its own in
+   * RocksDB; layout 3 moves their rows into its own when it opens their stores.
    */
-  case object OneValuePerKey extends StateLayout(4)
+  private val MovedIntoColumnFamilies = Set(1, 2)
 
-  private val RocksDbProvider = "RocksDBStateStoreProvider"
-  private val InMemoryProvider = "HDFSBackedStateStoreProvider"
+  /** A layout's number as every message names it. */
+  def describe(version: Int): String = s"multi-join state layout $version"
+
+  /**
+   * The layout a checkpoint that recorded `version` opens with, or why there is none: a number
+   * this build does not know was recorded by a later one.
+   */
+  def recorded(version: Option[Int]): Either[String, StateLayout] = version match {
+    case None => Right(ColumnFamilies)
+    case Some(old) if MovedIntoColumnFamilies(old) => Right(ColumnFamilies)
+    case Some(number) =>
+      all.find(_.version == number).toRight(s"${describe(number)} is not one this version of " +
+        s"spark-multijoin knows (it knows ${all.mkString(" and ")}, and moves layouts " +
+        s"${MovedIntoColumnFamilies.toSeq.sorted.mkString(" and ")} into layout 3): a later " +
+        "version of spark-multijoin wrote it")
+  }
+
   private val CheckpointFormatKey = "spark.sql.streaming.stateStore.checkpointFormatVersion"
 
   /** The layout for the session's state store, or why the multi-join cannot run on it. */
@@ -37,15 +66,12 @@ object StateLayout {
     if (conf.getConfString(CheckpointFormatKey, "1") != "1") {
       Left(s"the multi-join supports only state store checkpoint format version 1; " +
         s"$CheckpointFormatKey is ${conf.getConfString(CheckpointFormatKey)}.")
-    } else if (provider.endsWith(s".$RocksDbProvider")) {
-      Right(ColumnFamilies)
-    } else if (provider.endsWith(s".$InMemoryProvider")) {
-      Right(OneValuePerKey)
     } else {
-      Left(s"the multi-join keeps its state in RocksDB or in Spark's in-memory state store, and " +
-        s"${SQLConf.STATE_STORE_PROVIDER_CLASS.key} is '$provider'. Set it to " +
-        s"org.apache.spark.sql.execution.streaming.state.$RocksDbProvider (the Python helper " +
-        "configure_spark_with_multijoin does this) for a new query.")
+      all.find(layout => provider.endsWith(s".${layout.provider}")).toRight(
+        s"the multi-join keeps its state in RocksDB or in Spark's in-memory state store, and " +
+          s"${SQLConf.STATE_STORE_PROVIDER_CLASS.key} is '$provider'. Set it to " +
+          s"${ColumnFamilies.providerClass} (the Python helper configure_spark_with_multijoin " +
+          "does this) for a new query.")
     }
   }
 }

@@ -4,10 +4,10 @@ import java.util.concurrent.TimeUnit.NANOSECONDS
 
 import scala.util.control.NonFatal
 
-import io.github.sparkmultijoin.analysis.{Conjunct, EventTimeBounds, JoinTree, StateLayout}
+import io.github.sparkmultijoin.analysis.{Conjunct, EventTimeBounds, JoinTree, OperatorProperties, StateLayout}
 import io.github.sparkmultijoin.execution.Iterators.onExhaustion
 import io.github.sparkmultijoin.execution.MultiJoinMetrics.{ALL_REMOVALS_TIME_MS, ALL_UPDATES_TIME_MS, COMMIT_TIME_MS, KEY_READ_TIME_MS, Metric, NUM_KEY_READS, NUM_NULL_PADDED_ROWS, NUM_OUTPUT_ROWS, NUM_REMOVED_STATE_ROWS, NUM_ROWS_DROPPED_BY_WATERMARK, NUM_ROWS_EXPIRED_BY_TTL, NUM_TOTAL_STATE_ROWS, NUM_UPDATED_STATE_ROWS, ROWS_OF_INPUT, STATE_MEMORY}
-import io.github.sparkmultijoin.execution.state.{MultiJoinStateManager, MultiJoinStateReader, OneValuePerKeyRows}
+import io.github.sparkmultijoin.execution.state.{Layout2Migration, MultiJoinStateLayout, MultiJoinStateManager, MultiJoinStateReader, StateShape}
 import io.github.sparkmultijoin.logical.MultiJoin
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
@@ -40,13 +40,10 @@ import org.apache.spark.sql.types.StructType
  *     ([[EventTimeBounds]]), and the state is committed.
  * A row at or below the previous batch's watermark is late and dropped, as Spark's joins do.
  *
- * State: see [[MultiJoinStateManager]]. Its layout is version 3 in RocksDB and 4 in Spark's
- * in-memory store ([[StateLayout]]); versions 1 (recorded as no version: a family of rows per
- * input, and a `matched` family of bit masks for outer joins) and 2 (without `matched`) were
- * RocksDB's before, and the state manager moves their rows into version 3's layout. The version
- * is recorded in the operator's metadata with what the layout depends on
- * ([[OperatorProperties]]), which a restart checks. Probing and checks: see
- * [[ProbePlan]] and [[CompiledJoin]].
+ * State: see [[MultiJoinStateManager]], in the multi-join state layout of the session's state
+ * store ([[StateLayout]], [[MultiJoinStateLayout]]). The layout is recorded in the operator's
+ * metadata with what it depends on ([[OperatorProperties]]), which a restart checks. Probing and
+ * checks: see [[ProbePlan]] and [[CompiledJoin]].
  *
  * @param inputs          per input, its columns
  * @param keys            per input, its key expressions (same length and types for all inputs)
@@ -152,13 +149,9 @@ case class StreamingMultiJoinExec(
     reason => throw new IllegalStateException(s"$nodeName cannot run: $reason"), identity)
 
   override def getColFamilySchemas(
-      shouldBeNullable: Boolean): Map[String, StateStoreColFamilySchema] = layout match {
-    case StateLayout.ColumnFamilies => MultiJoinStateManager.columnFamilySchemas(
-        keySchema, inputSchemas, eventTimes.map(_.isDefined), stateTtlMs.isDefined)
-    case StateLayout.OneValuePerKey =>
-      val family = OneValuePerKeyRows.familySchema(keySchema, stateTtlMs.isDefined)
-      Map(family.colFamilyName -> family)
-  }
+      shouldBeNullable: Boolean): Map[String, StateStoreColFamilySchema] =
+    MultiJoinStateLayout(layout).familySchemas(
+      StateShape(keySchema, inputSchemas, timeOrdinals, storeTimes = stateTtlMs.isDefined))
 
   /**
    * On a restart, first compares the operator with the checkpoint's operator metadata
@@ -186,7 +179,7 @@ case class StreamingMultiJoinExec(
   /**
    * What the checkpoint's operator metadata records; where it predates recording the inputs'
    * columns, those columns as its state schema files give them for the families of rows per
-   * input (layout versions 1 and 2). Layout version 3 keeps rows as bytes, so Spark's schema
+   * input (multi-join state layouts 1 and 2). Later layouts keep rows as bytes, so Spark's schema
    * check no longer compares an input's columns with the stored rows': without this, a restart
    * of such a checkpoint with other columns would read its rows wrongly.
    */
@@ -200,9 +193,7 @@ case class StreamingMultiJoinExec(
       val info = getStateInfo
       val families = MultiJoinStateReader.columnFamilies(
         StateStoreId(info.checkpointLocation, info.operatorId, 0), previous, hadoopConf)
-      val version2Inputs = Iterator.from(0).map(MultiJoinStateManager.version2RowFamily)
-        .map(families.get).takeWhile(_.isDefined).map(_.get.valueSchema).toSeq
-      recorded.copy(inputSchemas = Some(version2Inputs).filter(_.nonEmpty))
+      recorded.copy(inputSchemas = Layout2Migration.inputSchemas(families))
     }
   }
 
@@ -255,7 +246,7 @@ case class StreamingMultiJoinExec(
    * operator was planned with (this runs while it is planned).
    */
   private def operatorProperties: OperatorProperties = OperatorProperties.planned(
-    layout.formatVersion, MultiJoinConf.maxTables(conf), inputSchemas, tree,
+    layout, MultiJoinConf.maxTables(conf), inputSchemas, tree,
     storeTimes = stateTtlMs.isDefined)
 
   override def customStatefulOperatorMetrics: Seq[StatefulOperatorCustomMetric] =
@@ -286,19 +277,11 @@ case class StreamingMultiJoinExec(
     val batchStartMs = stateTtlMs.map(_ =>
       SparkInternals.batchTimestampMs(session).getOrElse(
         throw new IllegalStateException(s"$nodeName found no start time of its micro-batch")))
-    val (storeKeySchema, storeValueSchema) = layout match {
-      // Rows live in column families of their own; the store's default family stays empty.
-      case StateLayout.ColumnFamilies =>
-        val unused = StructType(Nil).add("unused", "int")
-        (unused, unused)
-      case StateLayout.OneValuePerKey =>
-        (OneValuePerKeyRows.storeKeySchema(keySchema),
-          OneValuePerKeyRows.storeValueSchema(stateTtlMs.isDefined))
-    }
+    val opened = MultiJoinStateLayout(layout).storeSchemas(getColFamilySchemas(false))
     child.execute().mapPartitionsWithStateStore(
-      info, storeKeySchema, storeValueSchema, NoPrefixKeyStateEncoderSpec(storeKeySchema),
+      info, opened.keySchema, opened.valueSchema, NoPrefixKeyStateEncoderSpec(opened.keySchema),
       session.sessionState, Some(SparkInternals.stateStoreCoordinator(session)),
-      useColumnFamilies = layout == StateLayout.ColumnFamilies)(
+      useColumnFamilies = opened.useColumnFamilies)(
       processPartition(info, watermarks.map(_._1), watermarks.map(_._2), batchRowsMemory,
         batchStartMs, layout))
   }

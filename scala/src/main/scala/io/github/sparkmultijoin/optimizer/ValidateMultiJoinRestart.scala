@@ -1,7 +1,6 @@
 package io.github.sparkmultijoin.optimizer
 
-import io.github.sparkmultijoin.execution.OperatorProperties
-import io.github.sparkmultijoin.execution.state.MultiJoinStateReader
+import io.github.sparkmultijoin.analysis.{OperatorProperties, RecordedOperators}
 import io.github.sparkmultijoin.logical.MultiJoin
 
 import org.apache.spark.sql.SparkSession
@@ -29,9 +28,9 @@ case class ValidateMultiJoinRestart(session: SparkSession) extends Rule[LogicalP
   override def apply(plan: LogicalPlan): LogicalPlan = {
     if (plan.isStreaming) {
       SparkInternals.restartedState(session).foreach { case (stateLocation, previousBatch) =>
-        val recorded = MultiJoinStateReader.statefulOperators(stateLocation, previousBatch,
+        val recorded = RecordedOperators.statefulOperators(stateLocation, previousBatch,
           SparkInternals.newHadoopConf(session))
-        val before = MultiJoinStateReader.multiJoins(recorded).map { case (id, metadata) =>
+        val before = RecordedOperators.multiJoins(recorded).map { case (id, metadata) =>
           id -> OperatorProperties.fromJson(metadata.operatorPropertiesJson)
         }
         val now = plan.collect { case multiJoin: MultiJoin => multiJoin.operatorId }

@@ -197,7 +197,7 @@ class StreamingMultiJoinExecSuite extends MultiJoinSuiteBase {
     // Inner joins without time bounds, TTL 3 s. Step 1 stores a and b under key 1. After 4 s,
     // step 2's c row finds them expired (dropped before it joins): no output, only c is left.
     // Step 3 comes at once, and its a and b rows join c, stored within the TTL. In RocksDB
-    // (layout version 3), then in Spark's in-memory store (version 4).
+    // (multi-join state layout 3), then in Spark's in-memory store (layout 4).
     val names = columns(3, "k", "v")
     def build(frames: Seq[DataFrame]) = frames(0)
       .join(frames(1), col("k0") === col("k1")).join(frames(2), col("k2") === col("k0"))

@@ -1,7 +1,6 @@
 package io.github.sparkmultijoin.optimizer
 
-import io.github.sparkmultijoin.analysis.JoinTree
-import io.github.sparkmultijoin.execution.OperatorProperties
+import io.github.sparkmultijoin.analysis.{JoinTree, OperatorProperties, StateLayout}
 import org.scalatest.funsuite.AnyFunSuite
 
 import org.apache.spark.SparkThrowable
@@ -18,7 +17,8 @@ class ValidateMultiJoinRestartSuite extends AnyFunSuite {
   private val first = CollapseStreamingJoinChains.FirstOperatorId
 
   private def recorded(maxTables: Option[Int] = None, storeTimes: Boolean = false) =
-    OperatorProperties.planned(2, maxTables, Seq.fill(3)(StructType.fromDDL("k INT")),
+    OperatorProperties.planned(StateLayout.ColumnFamilies, maxTables,
+      Seq.fill(3)(StructType.fromDDL("k INT")),
       JoinTree.inner(3), storeTimes)
 
   private def conf(settings: (String, String)*): SQLConf = {

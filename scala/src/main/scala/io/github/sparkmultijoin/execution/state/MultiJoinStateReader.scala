@@ -2,19 +2,15 @@ package io.github.sparkmultijoin.execution.state
 
 import java.util.UUID
 
-import scala.util.Try
-
-import io.github.sparkmultijoin.analysis.StateLayout
-import io.github.sparkmultijoin.execution.OperatorProperties
-import io.github.sparkmultijoin.logical.MultiJoin
+import io.github.sparkmultijoin.analysis.{OperatorProperties, RecordedOperators}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
-import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, OperatorStateMetadata, OperatorStateMetadataReader, OperatorStateMetadataV2, StateSchemaCompatibilityChecker, StateStore, StateStoreColFamilySchema, StateStoreConf, StateStoreId, StateStoreProvider, StateStoreProviderId}
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow, UnsafeProjection}
+import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, OperatorStateMetadataV2, StateSchemaCompatibilityChecker, StateStoreColFamilySchema, StateStoreConf, StateStoreId, StateStoreProvider, StateStoreProviderId}
 import org.apache.spark.sql.multijoin.SparkInternals
 import org.apache.spark.sql.types.{IntegerType, LongType, StructType}
 import org.apache.spark.util.SerializableConfiguration
@@ -31,12 +27,11 @@ import org.apache.spark.util.SerializableConfiguration
  * STDS_FAILED_TO_READ_STATE_SCHEMA "head of empty list"). Our operator cannot take one of
  * Spark's names without Spark then reading its properties as that operator's. So this reader
  * opens the stores itself, as Spark's StatePartitionReader does for column families: one task
- * per state partition loads the RocksDB store at the batch's version, registers the family of
- * rows with the schemas the checkpoint's schema file records, iterates it keeping the input's
- * rows, and aborts (nothing is written). A multi-join on Spark's in-memory store (layout version
- * 4) has one keyspace, which the store opens with the schemas its schema file records, and its
- * rows are read from every key's array. The input's columns and the layout's version come from
- * the operator metadata's properties ([[OperatorProperties]]).
+ * per state partition loads the store at the batch's version, opened as the checkpoint's
+ * multi-join state layout says with the schemas its schema files record, reads the input's rows
+ * as the layout keeps them ([[MultiJoinStateLayout.readRows]]), and aborts (nothing is written).
+ * The input's columns and the layout come from the operator metadata's properties
+ * ([[OperatorProperties]]).
  */
 object MultiJoinStateReader {
 
@@ -60,17 +55,18 @@ object MultiJoinStateReader {
     val operator = multiJoin(checkpoint, batch, operatorId, hadoopConf)
     val schema = operator.outputSchema(input)
     val families = operator.families(hadoopConf)
+    val layout = operator.layout
+    val opened = layout.storeSchemas(families)
     val storeConf =
       new StateStoreConf(SparkInternals.sessionConfOfBatch(session, checkpoint, batch))
     val serializedConf = new SerializableConfiguration(hadoopConf)
     val stateLocation = new Path(checkpoint, "state").toString
     val id = operator.id // the tasks need only the id
-    val inMemory = operator.inMemoryLayout
     val partitions = 0 until operator.numPartitions
     val rows = session.sparkContext.parallelize(partitions, partitions.length).mapPartitions {
       _.flatMap { partition =>
         val storeId = StateStoreId(stateLocation, id, partition)
-        readPartition(storeId, batch, input, families, inMemory, schema, storeConf,
+        readPartition(storeId, batch, input, layout, families, opened, schema, storeConf,
           serializedConf.value)
       }
     }
@@ -113,8 +109,9 @@ object MultiJoinStateReader {
       batch: Long,
       operatorId: Option[Long],
       hadoopConf: Configuration): MultiJoinOperator = {
-    val operators = statefulOperators(new Path(checkpoint, "state"), batch, hadoopConf)
-    val multiJoins = this.multiJoins(operators)
+    val operators =
+      RecordedOperators.statefulOperators(new Path(checkpoint, "state"), batch, hadoopConf)
+    val multiJoins = RecordedOperators.multiJoins(operators)
     def found = if (operators.isEmpty) "it has no stateful operator"
     else "its stateful " +
       "operators are " + operators.map { case (id, metadata) =>
@@ -134,57 +131,24 @@ object MultiJoinStateReader {
     MultiJoinOperator(checkpoint, chosen._1, chosen._2)
   }
 
-  /** Each stateful operator's id and its metadata as of `batch`, where it can be read. */
-  /** The multi-joins among a checkpoint's `operators` ([[statefulOperators]]), by id. */
-  def multiJoins(operators: Seq[(Long, Option[OperatorStateMetadata])])
-      : Seq[(Long, OperatorStateMetadataV2)] =
-    operators.collect {
-      case (id, Some(metadata: OperatorStateMetadataV2))
-          if metadata.operatorInfo.operatorName == MultiJoin.OperatorName => id -> metadata
-    }
-
   /**
-   * Every stateful operator of the checkpoint whose state is at `stateLocation`, by id, with its
-   * metadata as of `batch` where it can be read.
+   * Opens the store of `storeId` at `batch`'s version as `opened` says, and reads `input`'s rows
+   * as `layout` keeps them, in the `families` the checkpoint records.
    */
-  def statefulOperators(
-      stateLocation: Path,
-      batch: Long,
-      hadoopConf: Configuration): Seq[(Long, Option[OperatorStateMetadata])] = {
-    val fs = stateLocation.getFileSystem(hadoopConf)
-    val ids = if (!fs.exists(stateLocation)) Nil
-    else {
-      fs.listStatus(stateLocation).toSeq.filter(_.isDirectory).map(_.getPath.getName)
-        .filter(name => name.nonEmpty && name.forall(_.isDigit)).map(_.toLong).sorted
-    }
-    ids.map { id =>
-      val location = new Path(stateLocation, id.toString)
-      def metadata(version: Int) = Try(OperatorStateMetadataReader.createReader(
-        location, hadoopConf, version, batch).read()).toOption.flatten
-      id -> metadata(2).orElse(metadata(1))
-    }
-  }
-
-  /** Opens the store of `storeId` at `batch`'s version and reads `input`'s rows. */
   private def readPartition(
       storeId: StateStoreId,
       batch: Long,
       input: Int,
+      layout: MultiJoinStateLayout,
       families: Map[String, StateStoreColFamilySchema],
-      inMemory: Boolean,
+      opened: StoreSchemas,
       schema: StructType,
       storeConf: StateStoreConf,
       hadoopConf: Configuration): Iterator[InternalRow] = {
-    // With column families the store's default family stays empty, as in StreamingMultiJoinExec.
-    val unused = StructType(Nil).add("unused", "int")
-    val (keySchema, valueSchema) =
-      if (inMemory) {
-        val family = defaultFamily(storeId, families)
-        (family.keySchema, family.valueSchema)
-      } else (unused, unused)
     val provider = StateStoreProvider.createAndInit(
-      StateStoreProviderId(storeId, UUID.randomUUID()), keySchema, valueSchema,
-      NoPrefixKeyStateEncoderSpec(keySchema), useColumnFamilies = !inMemory, storeConf,
+      StateStoreProviderId(storeId, UUID.randomUUID()), opened.keySchema, opened.valueSchema,
+      NoPrefixKeyStateEncoderSpec(opened.keySchema), useColumnFamilies = opened.useColumnFamilies,
+      storeConf,
       hadoopConf, useMultipleValuesPerKey = false, stateSchemaProvider = None)
     // State store version v holds the state after micro-batch v - 1.
     val store = provider.getStore(batch + 1)
@@ -195,65 +159,10 @@ object MultiJoinStateReader {
     val extra = new GenericInternalRow(Array[Any](0L, storeId.partitionId))
     val joined = new JoinedRow
     val project = UnsafeProjection.create(schema)
-    val numFields = schema.length - 2
-    val rows =
-      if (inMemory) inputRows(OneValuePerKeyRows.all(store, valueSchema), input, numFields)
-      else storedRows(store, input, numFields, families)
-    rows.map {
+    layout.readRows(store, families, input, numFields = schema.length - 2).map {
       case (row, rowBatchId) =>
         extra.setLong(0, rowBatchId)
         project(joined(row, extra))
-    }
-  }
-
-  private def defaultFamily(
-      storeId: StateStoreId,
-      families: Map[String, StateStoreColFamilySchema]): StateStoreColFamilySchema =
-    families.getOrElse(StateStore.DEFAULT_COL_FAMILY_NAME,
-      throw new IllegalStateException(
-        s"The state schema files of $storeId have no schema for its store: the checkpoint is " +
-          "incomplete."))
-
-  /** The rows of `input` among `values` ([[MultiJoinStateManager.StoredRowSchema]]). */
-  private def inputRows(
-      values: Iterator[UnsafeRow],
-      input: Int,
-      numFields: Int): Iterator[(InternalRow, Long)] =
-    values.filter(_.getInt(MultiJoinStateManager.InputOrdinal) == input).map { value =>
-      (MultiJoinStateManager.storedInputRow(value, numFields),
-        value.getLong(MultiJoinStateManager.BatchIdOrdinal))
-    }
-
-  /**
-   * `input`'s rows in `store` (of `numFields` columns), each with the batch that stored it: from
-   * `rows` if the store has that family (layout version 3), else from the input's own family
-   * (version 2, a checkpoint not yet run with version 3).
-   */
-  private def storedRows(
-      store: StateStore,
-      input: Int,
-      numFields: Int,
-      families: Map[String, StateStoreColFamilySchema]): Iterator[(InternalRow, Long)] = {
-    def register(name: String, multipleValues: Boolean): StateStoreColFamilySchema = {
-      val family = families.getOrElse(name,
-        throw new IllegalStateException(
-          s"The state schema files of ${store.id} have no schema for its column family $name: " +
-            "the checkpoint is incomplete."))
-      store.createColFamilyIfAbsent(name, family.keySchema, family.valueSchema,
-        family.keyStateEncoderSpec.get, useMultipleValuesPerKey = multipleValues)
-      family
-    }
-    val version2Family = MultiJoinStateManager.version2RowFamily(input)
-    if (store.allColumnFamilyNames.contains(MultiJoinStateManager.RowsFamily)) {
-      register(MultiJoinStateManager.RowsFamily, multipleValues = true)
-      inputRows(store.iteratorWithMultiValues(MultiJoinStateManager.RowsFamily).map(_.value),
-        input, numFields)
-    } else if (store.allColumnFamilyNames.contains(version2Family)) {
-      // The row's id: the join key's columns, then batchId and rowIndex.
-      val batchIdOrdinal = register(version2Family, multipleValues = false).keySchema.length - 2
-      store.iterator(version2Family).map(pair => (pair.value, pair.key.getLong(batchIdOrdinal)))
-    } else {
-      Iterator.empty
     }
   }
 
@@ -283,9 +192,11 @@ object MultiJoinStateReader {
 
     private val properties = OperatorProperties.fromJson(metadata.operatorPropertiesJson)
 
-    /** Whether its state is in Spark's in-memory store ([[StateLayout.OneValuePerKey]]). */
-    def inMemoryLayout: Boolean =
-      properties.stateFormatVersion.contains(StateLayout.OneValuePerKey.formatVersion)
+    /** Its multi-join state layout, as it recorded it. */
+    def layout: MultiJoinStateLayout =
+      MultiJoinStateLayout.recorded(properties.layoutVersion).fold(
+        unknown => throw new IllegalArgumentException(s"$describe cannot be read: $unknown."),
+        identity)
 
     private val inputSchemas: Seq[StructType] =
       properties.inputSchemas.getOrElse(

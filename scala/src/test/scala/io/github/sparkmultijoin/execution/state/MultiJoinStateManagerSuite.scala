@@ -7,7 +7,8 @@ import scala.util.Random
 
 import io.github.sparkmultijoin.MultiJoinSuiteBase
 import io.github.sparkmultijoin.analysis.StateLayout
-import io.github.sparkmultijoin.execution.state.MultiJoinStateManager.{BatchIdOrdinal, InputOrdinal, RowIndexOrdinal, RowsFamily, timeFamily, version2RowFamily}
+import io.github.sparkmultijoin.execution.state.ColumnFamiliesLayout.{RowsFamily, timeFamily}
+import io.github.sparkmultijoin.execution.state.StoredRow.{BatchIdOrdinal, InputOrdinal, RowIndexOrdinal}
 import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.sql.catalyst.InternalRow
@@ -32,6 +33,7 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
   private val inputSchemas = Seq(timedSchema, timedSchema, untimedSchema)
   private val timeOrdinals = Seq(Some(2), Some(2), None)
   private val numInputs = inputSchemas.length
+  private val shape = StateShape(keySchema, inputSchemas, timeOrdinals, storeTimes = false)
 
   private val keyProjection = UnsafeProjection.create(keySchema)
   private val rowProjections = inputSchemas.map(schema => UnsafeProjection.create(schema))
@@ -79,7 +81,7 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
     store.valuesIterator(key(k), RowsFamily).filter(_.getInt(InputOrdinal) == input).map {
       value =>
         (value.getLong(BatchIdOrdinal), value.getLong(RowIndexOrdinal),
-          MultiJoinStateManager.storedInputRow(value, inputSchemas(input).length))
+          StoredRow.inputRow(value, inputSchemas(input).length))
     }.toList
   }
 
@@ -144,20 +146,21 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
   }
 
   /**
-   * A partition's provider of Spark's in-memory store, opened as the exec opens it for layout
-   * version 4: one keyspace of that layout's schemas, its rows with their store times or not.
+   * A partition's provider of Spark's in-memory store, opened as the exec opens it for
+   * multi-join state layout 4: one keyspace of that layout's schemas, its rows with their store
+   * times or not.
    */
   private def withInMemoryProvider[T](body: StateStoreProvider => T): T =
     withInMemoryProvider(withStoreTimes = false)(body)
 
   private def withInMemoryProvider[T](withStoreTimes: Boolean)(
       body: StateStoreProvider => T): T = withTempDir { dir =>
-    val storeKeySchema = OneValuePerKeyRows.storeKeySchema(keySchema)
+    val storeKeySchema = OneValuePerKeyLayout.storeKeySchema(keySchema)
     val hadoopConf = new Configuration
     hadoopConf.set("sql.streaming.runId", UUID.randomUUID.toString) // as a query sets it
     val provider = StateStoreProvider.createAndInit(
       StateStoreProviderId(StateStoreId(dir.getAbsolutePath, 0, 0), UUID.randomUUID),
-      storeKeySchema, OneValuePerKeyRows.storeValueSchema(withStoreTimes),
+      storeKeySchema, OneValuePerKeyLayout.storeValueSchema(withStoreTimes),
       NoPrefixKeyStateEncoderSpec(storeKeySchema), useColumnFamilies = false,
       new StateStoreConf(new SQLConf), hadoopConf, useMultipleValuesPerKey = false,
       stateSchemaProvider = None)
@@ -165,7 +168,7 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
     finally provider.close()
   }
 
-  /** `body` on a RocksDB store (layout version 3), then on an in-memory one (version 4). */
+  /** `body` on a RocksDB store (state layout 3), then on an in-memory one (layout 4). */
   private def withEachLayout(body: StateStoreProvider => Unit): Unit = {
     withProvider(body)
     withInMemoryProvider(body)
@@ -236,10 +239,9 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
         assert(state.numStoredRows == 7)
         assert(state.rowCounts == Seq(5L, 1L, 1L))
       }
-      // Layout version 3: every input's rows in one family, time indexes and counts.
-      assert(MultiJoinStateManager.columnFamilySchemas(keySchema, inputSchemas,
-        timeOrdinals.map(_.isDefined)).keySet == Set("rows", "input0ByTime", "input1ByTime",
-        "rowCounts"))
+      // State layout 3: every input's rows in one family, time indexes and counts.
+      assert(ColumnFamiliesLayout.familySchemas(shape).keySet == Set("rows", "input0ByTime",
+        "input1ByTime", "rowCounts"))
     }
   }
 
@@ -540,17 +542,15 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
   }
 
   /**
-   * Stores `rows` of `input` as layout version 2 did: a family of the input's own, keyed by the
+   * Stores `rows` of `input` as state layout 2 did: a family of the input's own, keyed by the
    * join key, batch and row index, and an entry in the input's time index.
    */
-  private def storeAsVersion2(store: StateStore, input: Int, rows: Seq[(Int, Int, Long, Long)])
+  private def storeAsLayout2(store: StateStore, input: Int, rows: Seq[(Int, Int, Long, Long)])
       : Unit = {
-    val idSchema = MultiJoinStateManager.rowIdSchema(keySchema)
-    store.createColFamilyIfAbsent(version2RowFamily(input), idSchema, inputSchemas(input),
-      PrefixKeyScanStateEncoderSpec(idSchema, 1))
-    val families = MultiJoinStateManager.columnFamilySchemas(keySchema, inputSchemas,
-      timeOrdinals.map(_.isDefined))
-    val timeIndex = families(timeFamily(input))
+    val idSchema = StoredRow.idSchema(keySchema)
+    store.createColFamilyIfAbsent(Layout2Migration.rowFamily(input), idSchema,
+      inputSchemas(input), PrefixKeyScanStateEncoderSpec(idSchema, 1))
+    val timeIndex = ColumnFamiliesLayout.familySchemas(shape)(timeFamily(input))
     store.createColFamilyIfAbsent(timeIndex.colFamilyName, timeIndex.keySchema,
       timeIndex.valueSchema, timeIndex.keyStateEncoderSpec.get)
     val idProjection = UnsafeProjection.create(idSchema)
@@ -558,18 +558,17 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
     val present = UnsafeProjection.create(timeIndex.valueSchema)(InternalRow(true)).copy()
     for ((k, v, t, index) <- rows) {
       store.put(idProjection(InternalRow(k, 0L, index)), row(input, k, v, t),
-        version2RowFamily(input))
+        Layout2Migration.rowFamily(input))
       store.put(timeKeyProjection(InternalRow(t, k, 0L, index)), present, timeIndex.colFamilyName)
     }
   }
 
-  test("a store of layout version 2 has its rows moved into one family, indexes kept") {
+  test("a store of state layout 2 has its rows moved into one family, indexes kept") {
     withProvider { provider =>
       val store = provider.getStore(0)
-      storeAsVersion2(store, 0, Seq((1, 1, 10L, 0L), (2, 2, 20L, 1L), (1, 3, 30L, 3L)))
-      storeAsVersion2(store, 1, Seq((1, 4, 15L, 2L)))
-      val counts = MultiJoinStateManager.columnFamilySchemas(keySchema, inputSchemas,
-        timeOrdinals.map(_.isDefined))(MultiJoinStateManager.RowCountsFamily)
+      storeAsLayout2(store, 0, Seq((1, 1, 10L, 0L), (2, 2, 20L, 1L), (1, 3, 30L, 3L)))
+      storeAsLayout2(store, 1, Seq((1, 4, 15L, 2L)))
+      val counts = ColumnFamiliesLayout.familySchemas(shape)(ColumnFamiliesLayout.RowCountsFamily)
       store.createColFamilyIfAbsent(counts.colFamilyName, counts.keySchema, counts.valueSchema,
         counts.keyStateEncoderSpec.get)
       Seq(3L, 1L, 0L).zipWithIndex.foreach { case (count, input) =>
@@ -580,12 +579,12 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
 
       inBatchWithStore(provider, 1) { (state, store) =>
         assert(!store.allColumnFamilyNames.exists(_.matches("input[0-9]+")),
-          "the version 2 families are dropped")
+          "the layout 2 families are dropped")
         assert(state.rowCounts == Seq(3L, 1L, 0L))
         assert(rowPositions(state, store, 0, 1) == Map(1 -> ((0L, 0L)), 3 -> ((0L, 3L))))
         assert(earlierAndAdded(rowsOf(state, 1, 1)) == ((Seq(4), Nil)))
         append(state, 2, 1, 5)
-        // Both inputs' rows under key 1 go in one eviction, by the time indexes version 2 wrote.
+        // Both inputs' rows under key 1 go in one eviction, by the time indexes layout 2 wrote.
         assert(state.evict(0 -> 10L, 1 -> 15L) == 2)
         assert(valuesUnder(state, 0, 1) == Seq(3))
         assert(valuesUnder(state, 1, 1).isEmpty)

@@ -18,11 +18,11 @@ import org.apache.spark.sql.streaming.StreamingQueryException
  * A checkpoint written by an earlier version resumes with this one, and the query's whole output
  * is still the batch query's.
  *
- * The checkpoint in `state-format-2/` was written by spark-multijoin at a33f795 (state layout
- * version 2: a family of rows per input), running [[query]] over [[before]]'s two steps;
+ * The checkpoint in `state-format-2/` was written by spark-multijoin at a33f795 (multi-join
+ * state layout 2: a family of rows per input), running [[query]] over [[before]]'s two steps;
  * `emitted.txt` holds what it emitted, as [[rendered]] lists rows. Resumed here,
- * the state manager moves those rows into the version 3 layout, and the rows added after the
- * restart join them.
+ * the state manager moves those rows into layout 3, and the rows added after the restart join
+ * them.
  */
 class StateFormatUpgradeSuite extends MultiJoinSuiteBase {
   import spark.implicits._
@@ -70,9 +70,10 @@ class StateFormatUpgradeSuite extends MultiJoinSuiteBase {
 
   /**
    * Copies the fixture's checkpoint to `dir`, pointing its metadata at the copy's schema file;
-   * with `versionOnly`, its operator properties become what builds before ad64604 recorded.
+   * with `recordedLayout`, its operator properties become only that layout's number, as builds
+   * before ad64604 recorded them.
    */
-  private def copyCheckpoint(dir: File, versionOnly: Boolean = false): Unit = {
+  private def copyCheckpoint(dir: File, recordedLayout: Option[Int] = None): Unit = {
     FileUtils.copyDirectory(new File(fixture, "checkpoint"), dir)
     val metadata = new File(dir, metadataFile)
     val Array(version, json) = FileUtils.readFileToString(metadata, "UTF-8").split("\n", 2)
@@ -80,10 +81,10 @@ class StateFormatUpgradeSuite extends MultiJoinSuiteBase {
     val properties = """"operatorPropertiesJson":"(?:[^"\\]|\\.)*""""
     FileUtils.writeStringToFile(metadata,
       version + "\n" +
-        (if (versionOnly) {
-           moved.replaceFirst(properties,
-             """"operatorPropertiesJson":"{\\"stateFormatVersion\\":2}"""")
-         } else moved), "UTF-8")
+        recordedLayout.fold(moved) { layout =>
+          moved.replaceFirst(properties,
+            s""""operatorPropertiesJson":"{\\\\"stateFormatVersion\\\\":$layout}"""")
+        }, "UTF-8")
     new File(metadata.getParentFile, ".0.crc").delete()
   }
 
@@ -98,7 +99,7 @@ class StateFormatUpgradeSuite extends MultiJoinSuiteBase {
     .read(spark, checkpoint.getPath, input = 0, batchId = None, operatorId = None)
     .select("k0", "v0", "t0").collect().toSeq)
 
-  test("a checkpoint of state layout version 2 resumes, and the output is the batch query's") {
+  test("a checkpoint of state layout 2 resumes, and the output is the batch query's") {
     val emittedBefore = Files.readAllLines(new File(fixture, "emitted.txt").toPath).asScala.toList
     withTempDir { dir =>
       copyCheckpoint(dir)
@@ -108,7 +109,7 @@ class StateFormatUpgradeSuite extends MultiJoinSuiteBase {
       // offsets, and nothing before the restart runs again.
       for (step <- before; (rows, input) <- step.zipWithIndex) inputs.add(input, rows: _*)
       // Read from either layout: a's rows at 100 s were evicted, as nothing can join them now.
-      assert(storedRowsOfA(dir) == List("[1,2,200]", "[4,2,200]"), "version 2")
+      assert(storedRowsOfA(dir) == List("[1,2,200]", "[4,2,200]"), "layout 2")
       val steps = withMultiJoin(enabled = true)(new StreamingSteps(query(inputs.streaming), dir))
       val emittedAfter = try {
         after.flatMap { step =>
@@ -119,7 +120,7 @@ class StateFormatUpgradeSuite extends MultiJoinSuiteBase {
           emitted
         }
       } finally steps.close()
-      assert(storedRowsOfA(dir) == List("[9,4,1000]"), "version 3")
+      assert(storedRowsOfA(dir) == List("[9,4,1000]"), "layout 3")
       val expected = rendered(query(inputs.tables).collect().toSeq)
       assert(expected.contains("[4,2,200,4,3,201,4,2,209]"),
         "a row added after the restart joins rows stored before it")
@@ -128,9 +129,9 @@ class StateFormatUpgradeSuite extends MultiJoinSuiteBase {
   }
 
   test(
-    "a version 2 checkpoint that recorded no input columns is refused if one's columns changed") {
+    "a layout 2 checkpoint that recorded no input columns is refused if one's columns changed") {
     withTempDir { dir =>
-      copyCheckpoint(dir, versionOnly = true)
+      copyCheckpoint(dir, recordedLayout = Some(2))
       assert(FileUtils.readFileToString(new File(dir, metadataFile), "UTF-8")
         .contains(""""operatorPropertiesJson":"{\"stateFormatVersion\":2}""""))
       val inputs =
@@ -147,5 +148,33 @@ class StateFormatUpgradeSuite extends MultiJoinSuiteBase {
       assert(error.getMessage.contains("input 1 had the columns (k1 INT, v1 INT NOT NULL, " +
           "t1 TIMESTAMP NOT NULL) and now has ("), error.getMessage)
     }
+  }
+
+  /** The error of a restart of the fixture with `recordedLayout` as its operator properties. */
+  private def restartError(recordedLayout: Int): String = withTempDir { dir =>
+    copyCheckpoint(dir, recordedLayout = Some(recordedLayout))
+    val inputs =
+      new SteppedInputs[Timed](spark, (0 until 3).map(i => Seq(s"k$i", s"v$i", s"t$i")))
+    for (step <- before ++ after.take(1); (rows, input) <- step.zipWithIndex) {
+      inputs.add(input, rows: _*)
+    }
+    intercept[StreamingQueryException] {
+      val steps = withMultiJoin(enabled = true)(new StreamingSteps(query(inputs.streaming), dir))
+      try steps.process()
+      finally steps.close()
+    }.getMessage
+  }
+
+  test("a checkpoint of another state layout than the session's, or a later one, is refused") {
+    // The fixture's store is RocksDB's, where this session uses layout 3.
+    val otherLayout = restartError(recordedLayout = 4)
+    assert(
+      otherLayout.contains("cannot resume from this checkpoint: its state is in " +
+        "multi-join state layout 4 (one value per key), which HDFSBackedStateStoreProvider " +
+        "keeps, and this session would use multi-join state layout 3 (column families)"),
+      otherLayout)
+    val later = restartError(recordedLayout = 5)
+    assert(later.contains("multi-join state layout 5 is not one this version of " +
+        "spark-multijoin knows"), later)
   }
 }

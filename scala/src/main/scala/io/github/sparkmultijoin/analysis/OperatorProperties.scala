@@ -1,28 +1,31 @@
-package io.github.sparkmultijoin.execution
+package io.github.sparkmultijoin.analysis
 
-import io.github.sparkmultijoin.analysis.JoinTree
 import org.json4s.{JArray, JBool, JInt, JNothing, JNull, JObject, JValue}
 import org.json4s.jackson.JsonMethods.{compact, parse, parseOpt, render}
 
 import org.apache.spark.sql.execution.streaming.state.StateStoreErrors
+import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
 import org.apache.spark.sql.types.{DataType, StructType}
 
 /**
- * What a multi-join's state layout depends on, recorded in its operator metadata (the properties
- * JSON of Spark's OperatorStateMetadataV2, which the `state-metadata` source shows) so that a
- * restart can say what changed.
+ * A multi-join's state layout and what the state depends on, recorded in its operator metadata
+ * (the properties JSON of Spark's OperatorStateMetadataV2, which the `state-metadata` source
+ * shows) so that a restart can say what changed. The planner's restart check and the operator
+ * both read it, hence its place here.
  *
- * Why: the state keeps every input's rows, each in its input's columns. A restart whose
- * multi-join has other inputs (`multi-join.max-tables` regroups a long chain into other
- * multi-joins), other input columns, or other outer joins cannot use it. Spark's schema check
- * refuses most such restarts, but with STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE, which names
- * neither the input nor the setting that changed.
+ * Why: the state keeps every input's rows, each in its input's columns, in one layout. A restart
+ * whose multi-join has another layout, other inputs (`multi-join.max-tables` regroups a long
+ * chain into other multi-joins), other input columns, or other outer joins cannot use it.
+ * Spark's schema check refuses most such restarts, but with
+ * STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE, which names neither the input nor the setting that
+ * changed.
  *
- * Every property is optional when read: a checkpoint of an earlier version has only
- * `stateFormatVersion` (or nothing), and what it does not record is not compared.
+ * Every property is optional when read: a checkpoint of an earlier version has only the layout
+ * (or nothing), and what it does not record is not compared.
  *
- * @param stateFormatVersion the version of the state layout ([[state.MultiJoinStateManager]])
+ * @param layoutVersion      the number of its multi-join state layout ([[StateLayout]]),
+ *                           recorded as `stateFormatVersion`
  * @param maxTables          `multi-join.max-tables` when the operator was planned; Some(None):
  *                           unset
  * @param inputSchemas       the schema of each input's rows, in input order
@@ -30,7 +33,7 @@ import org.apache.spark.sql.types.{DataType, StructType}
  * @param storeTimes         whether rows are indexed by the time they were stored (a state TTL)
  */
 case class OperatorProperties(
-    stateFormatVersion: Option[Int],
+    layoutVersion: Option[Int],
     maxTables: Option[Option[Int]],
     inputSchemas: Option[Seq[StructType]],
     tree: Option[JoinTree],
@@ -40,7 +43,7 @@ case class OperatorProperties(
 
   def json: String = {
     val fields: List[(String, JValue)] = List(
-      stateFormatVersion.map(version => "stateFormatVersion" -> JInt(version)),
+      layoutVersion.map(version => LayoutVersionKey -> JInt(version)),
       maxTables.map(value => "maxTables" -> value.map(JInt(_)).getOrElse(JNull)),
       inputSchemas.map(schemas => "inputSchemas" -> JArray(schemas.map(schemaJson).toList)),
       tree.map(joins => "joinTree" -> treeJson(joins)),
@@ -56,6 +59,7 @@ case class OperatorProperties(
    * than either value) restarts.
    */
   def checkRestart(current: OperatorProperties, operatorId: Long): Unit = {
+    checkLayout(current, operatorId)
     checkStoreTimes(current, operatorId)
     val changes = layoutChanges(current)
     if (changes.nonEmpty) {
@@ -69,6 +73,26 @@ case class OperatorProperties(
             "changed since the checkpoint was written: change them back, or start a new " +
             "checkpoint.")
       }
+    }
+  }
+
+  /**
+   * Fails if the state was written in another layout than `current` would use: the layout
+   * decides how every row is read, so a store of one layout cannot be read as another.
+   */
+  private def checkLayout(current: OperatorProperties, operatorId: Long): Unit = {
+    val cannot = s"The multi-join (stateful operator $operatorId) cannot resume from this " +
+      "checkpoint:"
+    (StateLayout.recorded(layoutVersion), StateLayout.recorded(current.layoutVersion)) match {
+      case (Left(unknown), _) =>
+        throw new IllegalStateException(s"$cannot $unknown. Run the query with that version, " +
+          "or start a new checkpoint.")
+      case (Right(before), Right(now)) if before != now =>
+        throw new IllegalStateException(s"$cannot its state is in $before, which " +
+          s"${before.provider} keeps, and this session would use $now, for ${now.provider}. " +
+          s"Run the query with ${SQLConf.STATE_STORE_PROVIDER_CLASS.key} set to " +
+          s"${before.providerClass}, or start a new checkpoint.")
+      case _ =>
     }
   }
 
@@ -109,14 +133,17 @@ case class OperatorProperties(
 
 object OperatorProperties {
 
+  // The name checkpoints record the layout's number under.
+  private val LayoutVersionKey = "stateFormatVersion"
+
   /** The properties of a multi-join planned now. */
   def planned(
-      stateFormatVersion: Int,
+      layout: StateLayout,
       maxTables: Option[Int],
       inputSchemas: Seq[StructType],
       tree: JoinTree,
       storeTimes: Boolean = false): OperatorProperties =
-    OperatorProperties(Some(stateFormatVersion), Some(maxTables), Some(inputSchemas), Some(tree),
+    OperatorProperties(Some(layout.version), Some(maxTables), Some(inputSchemas), Some(tree),
       Some(storeTimes))
 
   /** The properties recorded in `json`; none for a blank or unreadable one. */
@@ -132,7 +159,7 @@ object OperatorProperties {
       case _ => None
     }
     OperatorProperties(
-      (recorded \ "stateFormatVersion").toOption.collect { case JInt(v) => v.toInt },
+      (recorded \ LayoutVersionKey).toOption.collect { case JInt(v) => v.toInt },
       maxTables, inputSchemas, (recorded \ "joinTree").toOption.map(treeFromJson),
       (recorded \ "storeTimes").toOption.collect { case JBool(indexed) => indexed })
   }

@@ -1,6 +1,5 @@
-package io.github.sparkmultijoin.execution
+package io.github.sparkmultijoin.analysis
 
-import io.github.sparkmultijoin.analysis.JoinTree
 import org.scalatest.funsuite.AnyFunSuite
 
 import org.apache.spark.SparkThrowable
@@ -20,8 +19,9 @@ class OperatorPropertiesSuite extends AnyFunSuite {
       maxTables: Option[Int] = Some(3),
       schemas: Seq[StructType] = inputs,
       tree: JoinTree = JoinTree.inner(3),
-      storeTimes: Boolean = false) =
-    OperatorProperties.planned(2, maxTables, schemas, tree, storeTimes)
+      storeTimes: Boolean = false,
+      layout: StateLayout = StateLayout.ColumnFamilies) =
+    OperatorProperties.planned(layout, maxTables, schemas, tree, storeTimes)
 
   /** The properties as the checkpoint records them, restarted with `current`: the error. */
   private def restart(recorded: OperatorProperties, current: OperatorProperties): Throwable =
@@ -55,6 +55,39 @@ class OperatorPropertiesSuite extends AnyFunSuite {
     }
     assert(OperatorProperties.fromJson("""{"stateFormatVersion":2}""") ==
       OperatorProperties(Some(2), None, None, None))
+  }
+
+  test("the layout's number is recorded as stateFormatVersion, as checkpoints have it") {
+    assert(planned(layout = StateLayout.OneValuePerKey).json.startsWith(
+      """{"stateFormatVersion":4,"maxTables":3,"""))
+  }
+
+  test("state of another layout than the session's, or of an unknown one, is refused") {
+    val inMemory = planned(layout = StateLayout.OneValuePerKey)
+    assert(restart(inMemory, planned()).getMessage == "The multi-join (stateful operator 7) " +
+      "cannot resume from this checkpoint: its state is in multi-join state layout 4 (one value " +
+      "per key), which HDFSBackedStateStoreProvider keeps, and this session would use " +
+      "multi-join state layout 3 (column families), for RocksDBStateStoreProvider. Run the " +
+      "query with spark.sql.streaming.stateStore.providerClass set to " +
+      "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider, or start " +
+      "a new checkpoint.")
+    assert(restart(planned(), inMemory).getMessage.contains("its state is in multi-join state " +
+      "layout 3 (column families), which RocksDBStateStoreProvider keeps, and this session " +
+      "would use multi-join state layout 4 (one value per key)"))
+    // Layouts 1 (no number) and 2 were RocksDB's before layout 3, which reads them.
+    for (recorded <- Seq("""{"stateFormatVersion":2}""", "")) {
+      assert(OperatorProperties.fromJson(recorded).layoutVersion.forall(_ == 2))
+      assert(intercept[IllegalStateException](OperatorProperties.fromJson(recorded)
+        .checkRestart(inMemory, 7L)).getMessage.contains("its state is in multi-join state " +
+        "layout 3 (column families)"))
+    }
+    val later = OperatorProperties.fromJson("""{"stateFormatVersion":5}""")
+    assert(intercept[IllegalStateException](later.checkRestart(planned(), 7L)).getMessage ==
+      "The multi-join (stateful operator 7) cannot resume from this checkpoint: multi-join " +
+      "state layout 5 is not one this version of spark-multijoin knows (it knows multi-join " +
+      "state layout 3 (column families) and multi-join state layout 4 (one value per key), " +
+      "and moves layouts 1 and 2 into layout 3): a later version of spark-multijoin wrote it. " +
+      "Run the query with that version, or start a new checkpoint.")
   }
 
   test("a changed max-tables that changed the operator's inputs is named, as Spark names one") {
