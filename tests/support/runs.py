@@ -88,7 +88,7 @@ _REFERENCE_PROVIDER = ("org.apache.spark.sql.execution.streaming.state."
 
 
 # The session's state store for the multi-join: the session's own (RocksDB, as the Python helper
-# sets it), or Spark's in-memory store, Spark's default, which takes state layout version 4.
+# sets it), or Spark's in-memory store, Spark's default, which takes multi-join state layout 4.
 STATE_STORES: dict[str, dict[str, object]] = {
     "rocksdb": {},
     "in-memory": {_PROVIDER_KEY: _REFERENCE_PROVIDER},
