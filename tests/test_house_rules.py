@@ -48,3 +48,40 @@ def test_optimizer_and_analysis_import_no_execution_code():
             imports = re.findall(r"^import io\.github\.sparkmultijoin\.execution", path.read_text(),
                                  re.M)
             assert not imports, f"{path.relative_to(ROOT)} imports execution code"
+
+
+ARCHITECTURE = ROOT / "ARCHITECTURE.md"
+SOURCE_ROOTS = ("scala/", "python/", "scripts/", "tests/", "docs/")
+
+
+def named_paths() -> set[Path]:
+    """The files and folders ARCHITECTURE.md names in backticks: from the repository's root where
+    the name starts with a top-level folder, by file name where it is a bare name, and from the
+    Scala package otherwise."""
+    named = set()
+    for token in re.findall(r"`([^`\s]+)`", ARCHITECTURE.read_text()):
+        if token.startswith(SOURCE_ROOTS):
+            named.add(ROOT / token)
+        elif "/" not in token and token.endswith((".scala", ".py")):
+            matches = [p for p in (ROOT / "scala").rglob(token)] + \
+                [p for p in (ROOT / "python").rglob(token)]
+            assert len(matches) == 1, f"ARCHITECTURE.md names {token}: {len(matches)} files"
+            named.add(matches[0])
+        elif "/" in token and token.endswith((".scala", "/")):
+            named.add(PACKAGE / token)
+    return named
+
+
+def test_architecture_names_only_what_exists():
+    missing = [str(p.relative_to(ROOT)) for p in named_paths() if not p.exists()]
+    assert missing == [], f"ARCHITECTURE.md names what is not in the tree: {missing}"
+
+
+def test_architecture_names_every_main_source_file():
+    named = named_paths()
+    sources = [p for p in (ROOT / "scala" / "src" / "main").rglob("*.scala")] + \
+        [p for p in (ROOT / "python").rglob("*.py")] + \
+        [p for p in (ROOT / "scripts").rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    unnamed = [str(p.relative_to(ROOT)) for p in sources
+               if p not in named and not any(folder in p.parents for folder in named)]
+    assert unnamed == [], f"ARCHITECTURE.md does not name: {unnamed}"
