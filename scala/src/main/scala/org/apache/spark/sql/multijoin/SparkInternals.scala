@@ -12,7 +12,7 @@ import org.apache.spark.sql.catalyst.analysis.StreamingJoinHelper
 import org.apache.spark.sql.catalyst.expressions.{AttributeSet, Expression}
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.classic
-import org.apache.spark.sql.execution.streaming.checkpointing.{CommitLog, OffsetSeqLog, OffsetSeqMetadata}
+import org.apache.spark.sql.execution.streaming.checkpointing.{CommitLog, OffsetSeqLog}
 import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
 import org.apache.spark.sql.execution.streaming.runtime.{IncrementalExecution, StreamExecution}
 import org.apache.spark.sql.execution.streaming.state.StateStoreCoordinatorRef
@@ -28,8 +28,11 @@ import org.apache.spark.sql.types.{DataType, StructType}
  * state info when planning ends. The micro-batch thread holds the query id as a local property,
  * and the running query is registered in the shared state (not in `session.streams`: the query
  * runs on a cloned session).
+ *
+ * What differs between Spark lines comes from [[SparkLineInternals]], which each line's source
+ * folder (scala/src/main/spark-<line>) defines.
  */
-object SparkInternals {
+object SparkInternals extends SparkLineInternals {
 
   /**
    * The state info of stateful operator `operatorId` in the micro-batch being planned on this
@@ -149,8 +152,8 @@ object SparkInternals {
    */
   def sessionConfOfBatch(session: SparkSession, checkpoint: Path, batch: Long): SQLConf = {
     val conf = classicSession(session).sessionState.conf.clone()
-    new OffsetSeqLog(session, new Path(checkpoint, "offsets").toString).get(batch)
-      .flatMap(_.metadataOpt).foreach(OffsetSeqMetadata.setSessionConf(_, conf))
+    setConfsOfBatch(new OffsetSeqLog(session, new Path(checkpoint, "offsets").toString), batch,
+      conf)
     conf
   }
 
