@@ -11,7 +11,8 @@ import org.apache.spark.sql.catalyst.util.{ArrayData, MapData}
 import org.apache.spark.sql.catalyst.util.DateTimeConstants.MICROS_PER_DAY
 import org.apache.spark.sql.execution.metric.SQLMetric
 import org.apache.spark.sql.types.{DataType, DayTimeIntervalType, Decimal, TimestampType}
-import org.apache.spark.unsafe.types.{BinaryView, CalendarInterval, TimestampNanosVal, UTF8String, VariantVal}
+import org.apache.spark.sql.multijoin.ForwardingInternalRow
+import org.apache.spark.unsafe.types.{CalendarInterval, UTF8String, VariantVal}
 
 /**
  * The pieces of [[StreamingMultiJoinExec]]'s algorithm that do not touch state, and the two
@@ -104,10 +105,14 @@ object StreamingMultiJoinHelper {
    * read. A column is found through two small arrays; a chain of JoinedRows would recount the
    * columns of the rows before it at every access, which for many inputs dominates projecting.
    */
-  private class ConcatenatedRows(rows: Array[UnsafeRow], widths: Seq[Int]) extends InternalRow {
+  private class ConcatenatedRows(rows: Array[UnsafeRow], widths: Seq[Int])
+    extends ForwardingInternalRow {
     private val rowOf: Array[Int] =
       widths.zipWithIndex.flatMap { case (width, input) => Seq.fill(width)(input) }.toArray
     private val ordinalIn: Array[Int] = widths.flatMap(0 until _).toArray
+
+    override protected def sourceRow(i: Int): UnsafeRow = rows(rowOf(i))
+    override protected def sourceOrdinal(i: Int): Int = ordinalIn(i)
 
     override def numFields: Int = rowOf.length
     override def setNullAt(i: Int): Unit = throw new UnsupportedOperationException
@@ -126,12 +131,7 @@ object StreamingMultiJoinHelper {
       rows(rowOf(i)).getDecimal(ordinalIn(i), precision, scale)
     override def getUTF8String(i: Int): UTF8String = rows(rowOf(i)).getUTF8String(ordinalIn(i))
     override def getBinary(i: Int): Array[Byte] = rows(rowOf(i)).getBinary(ordinalIn(i))
-    override def getBinaryView(i: Int): BinaryView = rows(rowOf(i)).getBinaryView(ordinalIn(i))
     override def getInterval(i: Int): CalendarInterval = rows(rowOf(i)).getInterval(ordinalIn(i))
-    override def getTimestampNTZNanos(i: Int): TimestampNanosVal =
-      rows(rowOf(i)).getTimestampNTZNanos(ordinalIn(i))
-    override def getTimestampLTZNanos(i: Int): TimestampNanosVal =
-      rows(rowOf(i)).getTimestampLTZNanos(ordinalIn(i))
     override def getVariant(i: Int): VariantVal = rows(rowOf(i)).getVariant(ordinalIn(i))
     override def getStruct(i: Int, numFields: Int): InternalRow =
       rows(rowOf(i)).getStruct(ordinalIn(i), numFields)
