@@ -12,6 +12,7 @@ import io.github.sparkmultijoin.analysis.StateLayout
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{BoundReference, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, NoPrefixKeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec, RangeKeyScanStateEncoderSpec, StateStore, StateStoreColFamilySchema}
+import org.apache.spark.sql.multijoin.SparkInternals
 import org.apache.spark.sql.types.{BinaryType, BooleanType, DataType, IntegerType, LongType, StructField, StructType}
 
 /**
@@ -480,8 +481,8 @@ class MultiJoinStateManager(
    * families that held them. Runs once per partition: a store without them has nothing to move.
    */
   private def moveVersion2Rows(): Unit = {
-    val families = store.allColumnFamilyNames
-    inputSchemas.indices.map(input => (input, version2RowFamily(input))).filter(p => families(p._2))
+    inputSchemas.indices.map(input => (input, version2RowFamily(input)))
+      .filter(p => SparkInternals.hasColumnFamily(store, p._2))
       .foreach {
         case (input, family) =>
           val idSchema = rowIdSchema(keySchema)

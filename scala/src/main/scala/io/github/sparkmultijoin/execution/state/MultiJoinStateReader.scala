@@ -244,11 +244,11 @@ object MultiJoinStateReader {
       family
     }
     val version2Family = MultiJoinStateManager.version2RowFamily(input)
-    if (store.allColumnFamilyNames.contains(MultiJoinStateManager.RowsFamily)) {
+    if (SparkInternals.hasColumnFamily(store, MultiJoinStateManager.RowsFamily)) {
       register(MultiJoinStateManager.RowsFamily, multipleValues = true)
-      inputRows(store.iteratorWithMultiValues(MultiJoinStateManager.RowsFamily).map(_.value),
-        input, numFields)
-    } else if (store.allColumnFamilyNames.contains(version2Family)) {
+      inputRows(SparkInternals.everyValue(store, MultiJoinStateManager.RowsFamily), input,
+        numFields)
+    } else if (SparkInternals.hasColumnFamily(store, version2Family)) {
       // The row's id: the join key's columns, then batchId and rowIndex.
       val batchIdOrdinal = register(version2Family, multipleValues = false).keySchema.length - 2
       store.iterator(version2Family).map(pair => (pair.value, pair.key.getLong(batchIdOrdinal)))
