@@ -41,6 +41,7 @@ def sparkLine(line: String): Project = {
   Project(s"spark${line.replace(".", "")}", file("target") / s"spark-$line")
     .settings(
       name := s"spark-multijoin_$line",
+      moduleName := name.value,
       Compile / unmanagedSourceDirectories :=
         sources((ThisBuild / baseDirectory).value, "main", line),
       Test / unmanagedSourceDirectories := sources((ThisBuild / baseDirectory).value, "test", line),
