@@ -71,6 +71,7 @@ def test_restart_resumes_with_state(spark, tmp_path, store, ttl, layout_version)
     assert [[(field["name"], field["type"]) for field in schema["fields"]]
             for schema in properties.pop("inputSchemas")] == [
         [("k", "integer"), (f"v{i}", "integer")] for i in range(N_INPUTS)]
+    assert properties.pop("sparkVersion") == spark.version
     assert properties == {"stateFormatVersion": layout_version, "maxTables": None,
                           "joinTree": {"parents": [None] * N_INPUTS, "outerOrder": [],
                                        "fullOuter": []},

@@ -1,8 +1,9 @@
 package io.github.sparkmultijoin.analysis
 
-import org.json4s.{JArray, JBool, JInt, JNothing, JNull, JObject, JValue}
+import org.json4s.{JArray, JBool, JInt, JNothing, JNull, JObject, JString, JValue}
 import org.json4s.jackson.JsonMethods.{compact, parse, parseOpt, render}
 
+import org.apache.spark.SPARK_VERSION
 import org.apache.spark.sql.execution.streaming.state.StateStoreErrors
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
@@ -31,13 +32,15 @@ import org.apache.spark.sql.types.{DataType, StructType}
  * @param inputSchemas       the schema of each input's rows, in input order
  * @param tree               how the inputs are joined
  * @param storeTimes         whether rows are indexed by the time they were stored (a state TTL)
+ * @param sparkVersion       the version of the Spark that planned it
  */
 case class OperatorProperties(
     layoutVersion: Option[Int],
     maxTables: Option[Option[Int]],
     inputSchemas: Option[Seq[StructType]],
     tree: Option[JoinTree],
-    storeTimes: Option[Boolean] = None) {
+    storeTimes: Option[Boolean] = None,
+    sparkVersion: Option[String] = None) {
 
   import OperatorProperties._
 
@@ -47,7 +50,8 @@ case class OperatorProperties(
       maxTables.map(value => "maxTables" -> value.map(JInt(_)).getOrElse(JNull)),
       inputSchemas.map(schemas => "inputSchemas" -> JArray(schemas.map(schemaJson).toList)),
       tree.map(joins => "joinTree" -> treeJson(joins)),
-      storeTimes.map(indexed => "storeTimes" -> JBool(indexed))).flatten
+      storeTimes.map(indexed => "storeTimes" -> JBool(indexed)),
+      sparkVersion.map(version => SparkVersionKey -> JString(version))).flatten
     compact(render(JObject(fields)))
   }
 
@@ -59,6 +63,7 @@ case class OperatorProperties(
    * than either value) restarts.
    */
   def checkRestart(current: OperatorProperties, operatorId: Long): Unit = {
+    checkSparkLine(current, operatorId)
     checkLayout(current, operatorId)
     checkStoreTimes(current, operatorId)
     val changes = layoutChanges(current)
@@ -95,6 +100,21 @@ case class OperatorProperties(
       case _ =>
     }
   }
+
+  /**
+   * Fails if the state was written by a newer Spark line than the one restarting it. Spark
+   * promises that a checkpoint restarts on a newer version, not on an older one, and the state
+   * files of a newer line (its state schema and operator metadata formats) are not promised to
+   * read on an older one: refused here, before anything of the state is read.
+   */
+  private def checkSparkLine(current: OperatorProperties, operatorId: Long): Unit =
+    for (before <- sparkVersion; now <- current.sparkVersion if newerLine(before, now)) {
+      throw new IllegalStateException(s"The multi-join (stateful operator $operatorId) cannot " +
+        s"resume from this checkpoint: it was written by Spark $before, and this is Spark $now, " +
+        "an older line. A checkpoint restarts on the Spark line that wrote it or a newer one: " +
+        s"run the query on Spark ${lineOf(before)} or newer, or start a new " +
+        "checkpoint.")
+    }
 
   /** Fails if `multi-join.state-ttl` was set or unset since the checkpoint was written. */
   private def checkStoreTimes(current: OperatorProperties, operatorId: Long): Unit =
@@ -136,6 +156,17 @@ object OperatorProperties {
   // The name checkpoints record the layout's number under.
   private val LayoutVersionKey = "stateFormatVersion"
 
+  private val SparkVersionKey = "sparkVersion"
+
+  /** A Spark version's line: "4.1" of "4.1.1". */
+  private def lineOf(version: String): String = version.split("[.-]").take(2).mkString(".")
+
+  /** Whether Spark `version` is of a newer line than Spark `than`. */
+  private def newerLine(version: String, than: String): Boolean = {
+    def numbers(v: String) = lineOf(v).split('.').map(_.toInt).toSeq
+    Ordering.Implicits.seqOrdering[Seq, Int].gt(numbers(version), numbers(than))
+  }
+
   /** The properties of a multi-join planned now. */
   def planned(
       layout: StateLayout,
@@ -144,7 +175,7 @@ object OperatorProperties {
       tree: JoinTree,
       storeTimes: Boolean = false): OperatorProperties =
     OperatorProperties(Some(layout.version), Some(maxTables), Some(inputSchemas), Some(tree),
-      Some(storeTimes))
+      Some(storeTimes), Some(SPARK_VERSION))
 
   /** The properties recorded in `json`; none for a blank or unreadable one. */
   def fromJson(json: String): OperatorProperties = {
@@ -161,7 +192,8 @@ object OperatorProperties {
     OperatorProperties(
       (recorded \ LayoutVersionKey).toOption.collect { case JInt(v) => v.toInt },
       maxTables, inputSchemas, (recorded \ "joinTree").toOption.map(treeFromJson),
-      (recorded \ "storeTimes").toOption.collect { case JBool(indexed) => indexed })
+      (recorded \ "storeTimes").toOption.collect { case JBool(indexed) => indexed },
+      (recorded \ SparkVersionKey).toOption.collect { case JString(version) => version })
   }
 
   private def schemaJson(schema: StructType): JValue = parse(schema.json)

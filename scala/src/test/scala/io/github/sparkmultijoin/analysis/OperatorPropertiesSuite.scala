@@ -36,7 +36,7 @@ class OperatorPropertiesSuite extends AnyFunSuite {
       """"maxTables":null,"inputSchemas":[{"type":"struct","fields":[{"name":"k""""))
     assert(planned(tree = leftOuter).json.endsWith(
       """"joinTree":{"parents":[null,null,1],"outerOrder":[2],"fullOuter":[]},""" +
-        """"storeTimes":false}"""))
+        s""""storeTimes":false,"sparkVersion":"${org.apache.spark.SPARK_VERSION}"}"""))
   }
 
   test("a state TTL set or unset since the checkpoint was written is named, with the fix") {
@@ -47,6 +47,21 @@ class OperatorPropertiesSuite extends AnyFunSuite {
     // Written before the TTL existed: nothing recorded, nothing compared.
     OperatorProperties.fromJson(planned().json.replace(""","storeTimes":false""", ""))
       .checkRestart(planned(storeTimes = true), 7L)
+  }
+
+  test("state written by a newer Spark line is refused, by the same or an older line not") {
+    def writtenBy(version: String) = planned().copy(sparkVersion = Some(version))
+    val refused = restart(writtenBy("4.3.0"), writtenBy("4.1.1")).getMessage
+    assert(refused.contains("it was written by Spark 4.3.0, and this is Spark 4.1.1, an older " +
+      "line") && refused.contains("run the query on Spark 4.3 or newer, or start a new checkpoint"))
+    assert(restart(writtenBy("10.0.0"), writtenBy("4.10.0")).getMessage.contains("Spark 10.0"))
+    for ((before, now) <- Seq("4.1.4" -> "4.1.0", "4.1.1" -> "4.3.0", "4.2.1" -> "4.10.0")) {
+      OperatorProperties.fromJson(writtenBy(before).json).checkRestart(writtenBy(now), 7L)
+    }
+    // Written before the version was recorded: not compared.
+    OperatorProperties.fromJson(planned().copy(sparkVersion = None).json)
+      .checkRestart(writtenBy("4.1.0"), 7L)
+    assert(planned().sparkVersion.contains(org.apache.spark.SPARK_VERSION))
   }
 
   test("a checkpoint of an earlier version, without the properties, restarts") {
