@@ -417,11 +417,14 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
     // A LEFT OUTER star whose second join sees two event times: Spark's chain fails on it.
     val star = a.join(b, onKeys(1, 0) && within(1, 0, 10), "left_outer")
       .join(c, onKeys(2, 0) && within(2, 0, 10), "left_outer")
+    // c's event time is bounded by nothing: without a TTL, every input is warned of.
+    val inner = a.join(b, onKeys(1, 0) && within(1, 0, 10)).join(c, onKeys(2, 0))
+    assert(notes(inner).count(_.contains("is unbounded")) == 3, notes(inner))
     withConf(MultiJoinConf.STATE_TTL.key -> "1 day") {
       assert(multiJoins(star).map(_.stateTtlsMs) == Seq(Seq(None, None, None)))
-      val inner = a.join(b, onKeys(1, 0) && within(1, 0, 10)).join(c, onKeys(2, 0))
       assert(multiJoins(inner).map(_.stateTtlsMs) == Seq(Seq.fill(3)(Some(86400000L))),
         "with inner joins only, every input takes it, bounded by time or not")
+      assert(!notes(inner).exists(_.contains("is unbounded")), "the TTL bounds them")
     }
   }
 

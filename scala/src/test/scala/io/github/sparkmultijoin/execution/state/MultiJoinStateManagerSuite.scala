@@ -622,6 +622,8 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
         append(batch1, 0, 1, 4, 30)
         // Row 1 is evicted by its event time first: it leaves its store-time entry.
         assert(batch1.evict(0 -> 12L) == 1)
+        assert(batch1.expire(0 -> 999L, 2 -> 999L) == 0)
+        assert(batch1.earliestStoreTimes == Map(0 -> 1000L, 2 -> 1000L), "rows 5 and 2")
         assert(batch1.expire(0 -> 1000L, 2 -> 1000L) == 2, "rows 5 and 2, not 1 again")
         assert(batch1.rowCounts == Seq(1L, 1L, 0L), "input 1, without a TTL, keeps row 3")
         assert(valuesUnder(batch1, 0, 1) == Seq(4) && valuesUnder(batch1, 2, 1).isEmpty)
