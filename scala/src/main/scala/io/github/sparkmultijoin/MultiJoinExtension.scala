@@ -4,7 +4,7 @@ import io.github.sparkmultijoin.optimizer.{CollapseStreamingJoinChains, ResolveM
 import io.github.sparkmultijoin.planning.MultiJoinStrategy
 
 import org.apache.spark.sql.SparkSessionExtensions
-import org.apache.spark.sql.multijoin.MultiJoinConf
+import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
 
 /**
  * Installs spark-multijoin into a SparkSession: nothing but wiring, grouped by phase.
@@ -35,6 +35,7 @@ import org.apache.spark.sql.multijoin.MultiJoinConf
  */
 class MultiJoinExtension extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
+    SparkInternals.requireBuiltLine()
     MultiJoinConf.register()
 
     // Analyzer, then plan normalization (before every optimization, per micro-batch too)

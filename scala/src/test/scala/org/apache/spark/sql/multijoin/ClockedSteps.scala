@@ -32,10 +32,13 @@ class ClockedSteps(frame: DataFrame, checkpoint: File, intervalMs: Long) extends
         val rows = batch.collect()
         emitted.synchronized(emitted ++= rows)
       }, ExpressionEncoder(frame.schema))
-    frame.sparkSession.asInstanceOf[classic.SparkSession].streams.startQuery(None, None,
-      Some(checkpoint.getPath), frame.asInstanceOf[classic.Dataset[Row]], Map.empty, sink,
-      OutputMode.Append(), useTempCheckpointLocation = false,
-      recoverFromCheckpointLocation = true, Trigger.ProcessingTime(intervalMs), clock)
+    // By name: Spark 4.2 added a parameter (the sink's name) after the first.
+    frame.sparkSession.asInstanceOf[classic.SparkSession].streams.startQuery(
+      userSpecifiedName = None, userSpecifiedCheckpointLocation = Some(checkpoint.getPath),
+      df = frame.asInstanceOf[classic.Dataset[Row]], extraOptions = Map.empty, sink = sink,
+      outputMode = OutputMode.Append(), useTempCheckpointLocation = false,
+      recoverFromCheckpointLocation = true, trigger = Trigger.ProcessingTime(intervalMs),
+      triggerClock = clock)
   }
   awaitWaitingFor(intervalMs)
 
