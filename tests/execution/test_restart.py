@@ -64,7 +64,7 @@ def test_restart_resumes_with_state(spark, tmp_path, store, ttl, layout_version)
     state_rows = progress_key(spark, "NUM_TOTAL_STATE_ROWS")
     assert [entry[state_rows] for entry in multi_join_state] == [N_INPUTS * N_BATCHES * 5]
     # The checkpoint records the operator, the version of its state layout and what the layout
-    # depends on: max-tables as planned, the inputs' columns, the outer joins.
+    # depends on: max-tables as planned, the inputs' columns, the outer joins, each input's TTL.
     metadata = spark.read.format("state-metadata").load(str(tmp_path / "ckpt")).collect()
     assert [row.operatorName for row in metadata] == ["multiJoin"]
     properties = json.loads(metadata[0].operatorProperties)
@@ -75,7 +75,7 @@ def test_restart_resumes_with_state(spark, tmp_path, store, ttl, layout_version)
     assert properties == {"stateFormatVersion": layout_version, "maxTables": None,
                           "joinTree": {"parents": [None] * N_INPUTS, "outerOrder": [],
                                        "fullOuter": []},
-                          "storeTimes": ttl is not None}
+                          "stateTtlsMs": [3600000 if ttl else None] * N_INPUTS}
 
 
 @pytest.mark.parametrize("first, then, error", [

@@ -20,11 +20,11 @@ import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
  * }}}
  * and from Python with `configure_spark_with_multijoin(builder)` from `spark_multijoin`, which
  * also adds the jar and the RocksDB state store provider. (Spark's default, in-memory store
- * serves too, without `multi-join.state-ttl`.)
+ * serves too.)
  *
- * Order: the analyzer rule takes the MULTI_JOIN hint while its names still mean something (Spark
- * drops unknown hints after resolution, and the optimizer drops the aliases that carry the
- * names), and is bound anew to the columns under those names before every optimization, as a
+ * Order: the analyzer rule takes the hints (MULTI_JOIN, STATE_TTL) while their names still mean
+ * something (Spark drops unknown hints after resolution, and the optimizer drops the aliases
+ * that carry the names), and they are bound anew to the columns under those names before every optimization, as a
  * streaming query's inputs get new columns every micro-batch. The optimizer rule runs once,
  * after Spark's operator optimizations (pre-CBO), so that it sees joins with filters and
  * projections already pushed down and never sees its own output again; the restart check right

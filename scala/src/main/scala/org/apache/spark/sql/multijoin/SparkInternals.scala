@@ -13,6 +13,7 @@ import org.apache.spark.sql.catalyst.analysis.StreamingJoinHelper
 import org.apache.spark.sql.catalyst.expressions.{AttributeSet, Expression}
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.classic
+import org.apache.spark.sql.execution.streaming.ProcessingTimeTrigger
 import org.apache.spark.sql.execution.streaming.checkpointing.{CommitLog, OffsetSeqLog}
 import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
 import org.apache.spark.sql.execution.streaming.runtime.{IncrementalExecution, StreamExecution}
@@ -143,6 +144,17 @@ object SparkInternals extends SparkLineInternals {
    */
   def batchTimestampMs(session: SparkSession): Option[Long] =
     currentExecution(session).map(_.offsetSeqMetadata.batchTimestampMs)
+
+  /**
+   * Under a processing-time trigger, the start time that the micro-batch being constructed on
+   * this thread records in the offset log: Spark sets it before it asks the stateful operators
+   * whether to run a micro-batch without data. None under other triggers (availableNow, once,
+   * real time) or outside a running query.
+   */
+  def processingTimeBatchStartMs(session: SparkSession): Option[Long] =
+    runningQuery(session).filter(_.trigger.isInstanceOf[ProcessingTimeTrigger])
+      .flatMap(query => Option(query.getLatestExecutionContext()))
+      .map(_.offsetSeqMetadata.batchTimestampMs)
 
   /**
    * Where the query running on this thread keeps its state, and the micro-batch before the one
