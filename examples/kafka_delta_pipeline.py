@@ -11,11 +11,14 @@ Runs on Spark 4.1, the newest line where Spark's Kafka connector and Delta Lake 
 `scripts/run-example kafka` sets up its venv and jars and runs it.
 
     python examples/kafka_delta_pipeline.py [--work DIR] [--max-offsets N]
+    python examples/kafka_delta_pipeline.py --move [--work DIR]
     python examples/kafka_delta_pipeline.py --driver --bootstrap HOST:PORT --work DIR [--check]
 
-The second form is the streaming driver alone, on a broker that runs elsewhere (the tests start
-and kill it): it runs until the file DIR/stop appears, then processes what the topics hold and
-stops; with --check it then writes DIR/check.json and prints the report.
+The second form shows how a running query moves from Spark's chain of joins to the multi-join
+(kafka_delta/move.py, docs/kafka-delta.md). The third is the streaming driver alone, on a
+broker that runs elsewhere (the tests start and kill it): it runs until the file DIR/stop
+appears, then processes what the topics hold and stops; with --check it then writes
+DIR/check.json and prints the report.
 """
 
 from __future__ import annotations
@@ -34,7 +37,12 @@ from kafka_delta.broker import KafkaBroker  # noqa: E402
 from kafka_delta.checks import passed, report, summary  # noqa: E402
 from kafka_delta.driver import Files, run_until_stopped  # noqa: E402
 from kafka_delta.events import TOPICS, EventProducer, Scenario  # noqa: E402
-from kafka_delta.pipeline import spark_session  # noqa: E402
+from kafka_delta.move import run_move  # noqa: E402
+from kafka_delta.pipeline import compare, spark_session  # noqa: E402
+
+# The example's maxOffsetsPerTrigger per topic: the events take many micro-batches.
+EXAMPLE_MAX_OFFSETS = 40
+
 
 def check_and_report(spark, bootstrap: str, files: Files, plan: str) -> bool:
     numbers = summary(spark, bootstrap, files)
@@ -82,7 +90,7 @@ def run_example(args: argparse.Namespace) -> bool:
         broker.create_topics(TOPICS)
         spark = spark_session("kafka-delta-example")
         producer = produce_then_stop(broker.bootstrap, files, Scenario())
-        run_until_stopped(spark, broker.bootstrap, files, args.max_offsets)
+        run_until_stopped(spark, broker.bootstrap, files, args.max_offsets or EXAMPLE_MAX_OFFSETS)
         producer.join()
         ok = check_and_report(spark, broker.bootstrap, files, query_plan(files))
         spark.stop()
@@ -90,16 +98,34 @@ def run_example(args: argparse.Namespace) -> bool:
     return ok
 
 
+def run_move_example(args: argparse.Namespace) -> bool:
+    shutil.rmtree(args.work, ignore_errors=True)
+    with KafkaBroker(args.work / "broker") as broker:
+        broker.create_topics(TOPICS)
+        spark = spark_session("kafka-delta-move")
+        print("\n".join(run_move(spark, broker.bootstrap, args.work, args.max_offsets)))
+        comparison = compare(spark, broker.bootstrap, args.work / "table")
+        print(f"after the move: rows expected {comparison.expected}, found {comparison.found}, "
+              f"duplicated {comparison.duplicated}, missing {comparison.missing}, unexpected "
+              f"{comparison.unexpected}")
+        spark.stop()
+    return comparison.same
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/multijoin-kafka-delta"))
-    parser.add_argument("--max-offsets", type=int, default=40,
-                        help="maxOffsetsPerTrigger of each topic")
+    parser.add_argument("--max-offsets", type=int, default=None,
+                        help="maxOffsetsPerTrigger of each topic (default: none; the example "
+                             "itself runs with 40)")
+    parser.add_argument("--move", action="store_true",
+                        help="run Spark's chain, then move the query to the multi-join")
     parser.add_argument("--driver", action="store_true")
     parser.add_argument("--bootstrap")
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args()
-    ok = run_driver(args) if args.driver else run_example(args)
+    run = run_driver if args.driver else run_move_example if args.move else run_example
+    ok = run(args)
     if not ok:
         raise SystemExit("the check failed (see above)")
 

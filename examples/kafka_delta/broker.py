@@ -78,7 +78,7 @@ def cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Run in the child before exec: the kernel sends it SIGKILL when its parent dies."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
@@ -142,7 +142,7 @@ class KafkaBroker:
             self._process = subprocess.Popen(
                 self._java(SERVER, str(config)), stdout=log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, start_new_session=True,
-                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None)
+                preexec_fn=die_with_parent if sys.platform.startswith("linux") else None)
         self._finalizer = weakref.finalize(self, _stop_group, self._process)
         atexit.register(self._finalizer)
         try:

@@ -22,7 +22,7 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql.streaming import StreamingQuery
 
 from .events import seconds_of
-from .pipeline import read_progress, streaming_facts
+from .pipeline import offsets_read, read_progress, streaming_facts
 
 POLL_SECONDS = 0.2
 
@@ -46,6 +46,10 @@ class Files:
     def latest_event_time(self) -> float | None:
         """The latest event time a driver read, in seconds after the events' START."""
         return self._latest("max")
+
+    def offsets_read(self) -> dict[tuple[str, int], int]:
+        """Per topic and partition, the offset a driver has read up to."""
+        return offsets_read(read_progress(self.progress))
 
     def _latest(self, statistic: str) -> float | None:
         times = [p["eventTime"][statistic] for p in read_progress(self.progress)

@@ -5,8 +5,12 @@ that Kafka's partitioner puts one order's events in one partition of each topic.
 made so that the streaming answer is the batch query's, whatever the micro-batches:
 
 - *Out of order, within a bound.* Events go out in the order of their event time plus a random
-  delay of up to `disorder_seconds`, less than the query's watermark delay. So every event is
-  ahead of the watermark when it arrives, and none of them is dropped.
+  delay of up to `disorder_seconds`, and the producer keeps at most `lead_seconds` of event time
+  ahead of what the query has read; together they stay under the query's watermark delay. So
+  every event is ahead of the watermark when it arrives, and none of them is dropped. (The lead
+  matters where `maxOffsetsPerTrigger` limits the batches: out of a backlog, Spark's Kafka source
+  reads each partition in proportion to its backlog, not in step in event time, so that a
+  partition's rows can fall behind another's by up to the backlog's span.)
 - *Late rows.* Every so often the producer sends a row whose event time is behind the watermark
   the query has already reported (and so behind every event sent before it by more than the
   delay). The query reads it in a later micro-batch than the one that reported that watermark,
@@ -167,6 +171,9 @@ class QueryView(Protocol):
     def latest_event_time(self) -> float | None:
         """The latest event time the query has read."""
 
+    def offsets_read(self) -> dict[tuple[str, int], int]:
+        """Per topic and partition, the offset the query has read up to."""
+
 
 class EventProducer:
     """Sends a scenario's events to a broker, in chunks, at most `lead_seconds` of event time
@@ -176,11 +183,11 @@ class EventProducer:
 
     `gate(chunk, chunks)` is called before each chunk and before the final events (the
     exactly-once test waits there for its kills, without a lead: its query is killed too often
-    to keep up)."""
+    to keep up, and reads without `maxOffsetsPerTrigger`)."""
 
     def __init__(self, bootstrap: str, scenario: Scenario, query: QueryView,
                  gate: Callable[[int, int], None] = lambda chunk, chunks: None,
-                 chunks: int = 60, lead_seconds: int | None = 20 * MINUTE) -> None:
+                 chunks: int = 60, lead_seconds: int | None = 5 * MINUTE) -> None:
         from confluent_kafka import Producer
 
         self.scenario = scenario
@@ -195,6 +202,8 @@ class EventProducer:
         self._rng = random.Random(scenario.seed + 1)
         self._late_maker = EventMaker(first_id=1_000_000)  # ids apart from the others'
         self.produced = Produced()
+        self._latest_sent = 0
+        self._offsets_sent: dict[tuple[str, int], int] = {}
 
     def _send(self, event: Event, late: bool = False) -> None:
         headers = [(LATE_HEADER, b"1")] if late else None
@@ -202,10 +211,25 @@ class EventProducer:
         # time (docs/kafka-delta.md, moving a query over).
         self._producer.produce(event.topic, key=str(event.key).encode(),
                                value=json.dumps(event.value).encode(), headers=headers,
-                               timestamp=epoch_millis(event.time))
+                               timestamp=epoch_millis(event.time), on_delivery=self._delivered)
         self._producer.poll(0)
         self.produced.events += 1
         self.produced.late += late
+        self._latest_sent = max(self._latest_sent, event.time)
+
+    def _delivered(self, error, message) -> None:
+        if error is None:
+            where = (message.topic(), message.partition())
+            self._offsets_sent[where] = max(self._offsets_sent.get(where, 0), message.offset() + 1)
+
+    def _wait_until_all_read(self) -> None:
+        """Until the query has read every event sent: the sources of a micro-batch look up their
+        latest offsets one after the other, so a final event sent while the query may still be
+        behind could be read a micro-batch before an earlier event of another topic, and make
+        it late."""
+        while any(self._query.offsets_read().get(where, 0) < end
+                  for where, end in self._offsets_sent.items()):
+            time.sleep(0.1)
 
     def run(self) -> Produced:
         events, finals = send_order(self.scenario)
@@ -223,13 +247,16 @@ class EventProducer:
                 time.sleep(self.scenario.pause_seconds)
                 self.produced.paused_seconds += self.scenario.pause_seconds
         self._gate(self._chunks, self._chunks)
+        self._wait_until_all_read()
         for event in finals:
             self._send(event)
         self._producer.flush()
         return self.produced
 
     def _wait_until_read(self, seconds: float) -> None:
-        while seconds > 0 and (self._query.latest_event_time() or 0) < seconds:
+        """Until the query has read up to `seconds`, or all that was sent if that is less."""
+        target = min(seconds, self._latest_sent)
+        while target > 0 and (self._query.latest_event_time() or 0) < target:
             time.sleep(0.1)
 
     def _send_late_rows(self, chunk: int, sent: list[Event]) -> None:

@@ -3,9 +3,14 @@ it must equal.
 
 Orders JOIN payments within 30 minutes of the order, LEFT JOIN shipments within the hour, LEFT
 JOIN reviews within two hours: one inner join and two time-bounded outer joins on the order id,
-which the extension fuses into one StreamingMultiJoin. The Delta sink writes each micro-batch
-once: it records the query's id and the batch's id in the table's log with the batch's files, in
-one commit, and skips a batch it has already committed when a restarted query runs it again.
+which the extension fuses into one StreamingMultiJoin. Each joined input's event time is dropped
+after its join, so that the order's is the only one left: Spark's own chain of joins then runs
+the query too (it refuses a join whose input has two event times), which is what a query being
+moved from Spark's chain to the multi-join looks like (kafka_delta/move.py).
+
+The Delta sink writes each micro-batch once: it records the query's id and the batch's id in
+the table's log with the batch's files, in one commit, and skips a batch it has already
+committed when a restarted query runs it again.
 """
 
 from __future__ import annotations
@@ -23,9 +28,9 @@ from spark_multijoin import configure_spark_with_multijoin, multi_join
 from .events import LATE_HEADER, TOPICS
 
 ROOT = Path(__file__).resolve().parents[2]
-WATERMARK_DELAY = "10 minutes"
-# The longest time bound of the query: how long an order waits for its last outer input.
-LONGEST_BOUND_SECONDS = 2 * 3600
+WATERMARK_DELAY = "15 minutes"
+# How long after its order each input's rows join it (the query's time bounds).
+BOUNDS_SECONDS = {"payments": 30 * 60, "shipments": 3600, "reviews": 2 * 3600}
 SCHEMAS = {
     "orders": "order_id bigint, customer string, amount double, order_time timestamp",
     "payments": "payment_id bigint, pay_order bigint, paid double, pay_time timestamp",
@@ -105,18 +110,27 @@ def order_facts(orders: DataFrame, payments: DataFrame, shipments: DataFrame,
         watermarked(orders, "orders")
         .join(watermarked(payments, "payments"), F.expr(
             "order_id = pay_order AND pay_time BETWEEN order_time AND "
-            "order_time + INTERVAL 30 MINUTES"))
+            "order_time + INTERVAL 30 MINUTES")).drop("pay_time")
         .join(watermarked(shipments, "shipments"), F.expr(
             "order_id = ship_order AND ship_time BETWEEN order_time AND "
-            "order_time + INTERVAL 1 HOUR"), "left_outer")
+            "order_time + INTERVAL 1 HOUR"), "left_outer").drop("ship_time")
         .join(watermarked(reviews, "reviews"), F.expr(
             "order_id = review_order AND review_time BETWEEN order_time AND "
-            "order_time + INTERVAL 2 HOURS"), "left_outer"))
+            "order_time + INTERVAL 2 HOURS"), "left_outer").drop("review_time"))
 
 
-def streaming_facts(spark: SparkSession, bootstrap: str,
-                    max_offsets: int | None = None) -> DataFrame:
-    return order_facts(*(read_topic(spark, bootstrap, topic, max_offsets) for topic in TOPICS))
+def streaming_facts(spark: SparkSession, bootstrap: str, max_offsets: int | None = None,
+                    starting_offsets: dict[str, str] | None = None,
+                    orders_from: str | None = None) -> DataFrame:
+    """The query over the topics, each read from the earliest offset unless `starting_offsets`
+    gives the topic's (Spark's JSON of partitions and offsets); with `orders_from` (an SQL
+    timestamp), over the orders placed from then on."""
+    orders, *others = (read_topic(spark, bootstrap, topic, max_offsets,
+                                  (starting_offsets or {}).get(topic, "earliest"))
+                       for topic in TOPICS)
+    if orders_from is not None:
+        orders = orders.where(f"order_time >= {orders_from}")
+    return order_facts(orders, *others)
 
 
 def batch_facts(spark: SparkSession, bootstrap: str) -> DataFrame:
@@ -136,16 +150,14 @@ class Comparison:
     def same(self) -> bool:
         return self.duplicated == self.missing == self.unexpected == 0
 
-    def line(self) -> str:
-        return (f"rows expected {self.expected}, found {self.found}, duplicated "
-                f"{self.duplicated}, missing {self.missing}, unexpected {self.unexpected} "
-                f"(null-padded rows expected: {self.null_padded})")
-
 
 def compare(spark: SparkSession, bootstrap: str, table: Path) -> Comparison:
     """The Delta table against the batch query over the topics' full contents, row by row."""
-    expected = Counter(map(tuple, batch_facts(spark, bootstrap).collect()))
-    found = Counter(map(tuple, spark.read.format("delta").load(str(table)).collect()))
+    batch = batch_facts(spark, bootstrap)
+    expected = Counter(map(tuple, batch.collect()))
+    found = Counter(map(tuple, spark.read.format("delta").load(str(table))
+                        .select(*batch.columns).collect()))
+    outer_ids = [batch.columns.index("shipment_id"), batch.columns.index("review_id")]
     extra = found - expected
     return Comparison(
         expected=sum(expected.values()), found=sum(found.values()),
@@ -153,13 +165,7 @@ def compare(spark: SparkSession, bootstrap: str, table: Path) -> Comparison:
         missing=sum((expected - found).values()),
         unexpected=sum(count for row, count in extra.items() if row not in expected),
         null_padded=sum(count for row, count in expected.items()
-                        if row[SHIPMENT_ID] is None or row[REVIEW_ID] is None))
-
-
-# The positions of the outer inputs' ids in an output row.
-_COLUMNS = [c.split()[0] for topic in TOPICS for c in SCHEMAS[topic].split(", ")]
-SHIPMENT_ID = _COLUMNS.index("shipment_id")
-REVIEW_ID = _COLUMNS.index("review_id")
+                        if any(row[i] is None for i in outer_ids)))
 
 
 def dropped_by_watermark(progress: list[dict]) -> int:
@@ -167,6 +173,19 @@ def dropped_by_watermark(progress: list[dict]) -> int:
     latest = {p["batchId"]: p for p in progress}
     return sum(op.get("numRowsDroppedByWatermark", 0)
                for p in latest.values() for op in p.get("stateOperators", []))
+
+
+def offsets_read(progress: list[dict]) -> dict[tuple[str, int], int]:
+    """Per topic and partition, the highest end offset of the progress' Kafka sources."""
+    read: dict[tuple[str, int], int] = {}
+    for entry in progress:
+        for source in entry.get("sources", []):
+            end = source.get("endOffset") or {}
+            for topic, partitions in (json.loads(end) if isinstance(end, str) else end).items():
+                for partition, offset in partitions.items():
+                    where = (topic, int(partition))
+                    read[where] = max(read.get(where, 0), offset)
+    return read
 
 
 def read_progress(path: Path) -> list[dict]:

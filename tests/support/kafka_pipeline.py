@@ -22,7 +22,7 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))
 
-from kafka_delta.broker import KafkaBroker  # noqa: E402
+from kafka_delta.broker import KafkaBroker, die_with_parent  # noqa: E402
 from kafka_delta.driver import Files  # noqa: E402
 from kafka_delta.events import TOPICS  # noqa: E402
 from scripts.kafka_jars import DELTA_BY_LINE  # noqa: E402
@@ -49,15 +49,19 @@ def broker(tmp_path: Path):
 class Driver:
     """examples/kafka_delta_pipeline.py --driver, in a process group of its own."""
 
-    def __init__(self, bootstrap: str, files: Files, max_offsets: int, check: bool) -> None:
+    def __init__(self, bootstrap: str, files: Files, max_offsets: int | None,
+                 check: bool) -> None:
         self.files = files
         self.output = files.work / f"driver-{files.run_count()}-{time.monotonic_ns()}.log"
         command = [sys.executable, str(EXAMPLES / "kafka_delta_pipeline.py"), "--driver",
-                   "--bootstrap", bootstrap, "--work", str(files.work),
-                   "--max-offsets", str(max_offsets)] + (["--check"] if check else [])
+                   "--bootstrap", bootstrap, "--work", str(files.work)]
+        command += ["--max-offsets", str(max_offsets)] if max_offsets else []
+        command += ["--check"] if check else []
         with self.output.open("w") as out:
+            # Dies with the test's process too (its JVM follows: pyspark's exits with it).
             self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, start_new_session=True)
+                                            stdin=subprocess.DEVNULL, start_new_session=True,
+                                            preexec_fn=die_with_parent)
 
     def kill(self) -> None:
         """SIGKILL to the driver's whole group: Python, its JVM and whatever they started."""
