@@ -1,9 +1,13 @@
-"""Print the folder of Spark jars that the Scala extension is compiled against.
+"""The Spark lines the package supports, and the folder of Spark jars each line is compiled against.
 
-Spark is a provided dependency: the jar is built against exactly the jars that the pinned
-pyspark ships (pyproject.toml, `pyspark==X`), so what we compile against is what runs.
-Uses the pyspark installed for this interpreter when it is the pinned version; otherwise installs
-the pinned pyspark (no dependencies) into target/ once and uses that.
+Spark is a provided dependency: each line's jar is built against exactly the jars that the
+line's pyspark release ships (pyproject.toml's [tool.spark-multijoin.spark-lines] table), so what
+we compile and test against is what runs. The release is installed (no dependencies) into
+target/pyspark-<version>/ once.
+
+    python3 scripts/spark_jars.py                 # the lines, one a line: "<line> <version>"
+    python3 scripts/spark_jars.py 4.2             # the folder of line 4.2's jars (installed once)
+    python3 scripts/spark_jars.py --release 4.2   # the pyspark release of line 4.2
 """
 
 from __future__ import annotations
@@ -15,13 +19,22 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+TABLE = "[tool.spark-multijoin.spark-lines]"
 
 
-def pinned_spark_version() -> str:
-    match = re.search(r'"pyspark==([0-9.]+)"', (ROOT / "pyproject.toml").read_text())
-    if not match:
-        raise SystemExit('pyproject.toml must pin pyspark as "pyspark==<version>"')
-    return match.group(1)
+def spark_lines() -> dict[str, str]:
+    """Each supported Spark line ("4.1") and the pyspark release ("4.1.1") it is built against.
+
+    Read with a pattern rather than tomllib, which Python 3.10 lacks and the build must not
+    need."""
+    text = (ROOT / "pyproject.toml").read_text()
+    start = text.index(TABLE) + len(TABLE)
+    end = text.find("\n[", start)
+    body = text[start:] if end < 0 else text[start:end]
+    lines = dict(re.findall(r'(?m)^"([0-9]+\.[0-9]+)" = "([0-9.]+)"', body))
+    if not lines:
+        raise SystemExit(f'pyproject.toml must list the Spark lines under {TABLE}')
+    return lines
 
 
 def plain_environment() -> dict[str, str]:
@@ -30,30 +43,29 @@ def plain_environment() -> dict[str, str]:
             if name not in ("PYTHONPATH", "PYTHONNOUSERSITE", "PYTHONHOME")}
 
 
-def installed_jars(version: str) -> Path | None:
-    probe = subprocess.run(
-        [sys.executable, "-c", "import os, pyspark; "
-         "print(pyspark.__version__); print(os.path.dirname(pyspark.__file__))"],
-        env=plain_environment(), capture_output=True, text=True)
-    if probe.returncode != 0:
-        return None
-    installed_version, package_dir = probe.stdout.split()
-    jars = Path(package_dir) / "jars"
-    return jars if installed_version == version and jars.is_dir() else None
+def jars_of(version: str) -> Path:
+    """The jars of pyspark `version`, installed into target/ the first time."""
+    target = ROOT / "target" / f"pyspark-{version}"
+    jars = target / "pyspark" / "jars"
+    if not jars.is_dir():
+        subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+             "--target", str(target), f"pyspark=={version}"],
+            check=True, stdout=sys.stderr, env=plain_environment())
+    return jars
 
 
 def main() -> None:
-    version = pinned_spark_version()
-    jars = installed_jars(version)
-    if jars is None:
-        target = ROOT / "target" / f"pyspark-{version}"
-        jars = target / "pyspark" / "jars"
-        if not jars.is_dir():
-            subprocess.run(
-                [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                 "--target", str(target), f"pyspark=={version}"],
-                check=True, stdout=sys.stderr, env=plain_environment())
-    print(jars)
+    lines = spark_lines()
+    args = sys.argv[1:]
+    if not args:
+        for line, version in lines.items():
+            print(line, version)
+        return
+    line = args[-1]
+    if line not in lines:
+        raise SystemExit(f"Spark {line} is not a supported line ({', '.join(lines)})")
+    print(lines[line] if args[0] == "--release" else jars_of(lines[line]))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The one SparkSession every test uses: local Spark with spark-multijoin installed."""
+"""The one SparkSession every test uses: local Spark with spark-multijoin installed; and the
+choice of the tests that run Spark or of those that do not (`--runs-spark`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,23 @@ import pytest
 from pyspark.sql import SparkSession
 
 from spark_multijoin import configure_spark_with_multijoin
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--runs-spark", choices=("yes", "no"),
+        help="only the tests that run Spark (those using the spark fixture), or only the others: "
+             "scripts/test runs the first on every Spark line and the second once")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    wanted = config.getoption("--runs-spark")
+    if wanted is None:
+        return
+    keep = [item for item in items
+            if ("spark" in getattr(item, "fixturenames", ())) == (wanted == "yes")]
+    config.hook.pytest_deselected(items=[item for item in items if item not in keep])
+    items[:] = keep
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,8 @@ BAD_VALUES = [
     (MAX_TABLES_KEY, "0", "at least 3"),
     (MAX_TABLES_KEY, "many", "int"),
     (STATE_TTL_KEY, "0s", "positive duration"),
-    (STATE_TTL_KEY, "soon", "time"),
+    (STATE_TTL_KEY, "soon", "such as '1 day', '90 minutes' or '10 seconds'"),
+    (STATE_TTL_KEY, "-1 day", "positive duration"),
     (ENABLED_KEY, "maybe", "boolean"),
     (f"spark.{MAX_TABLES_KEY}", "2", "at least 3"),
     (f"spark.{ENABLED_KEY}", "yes please", "boolean"),
@@ -71,6 +72,14 @@ def test_config_view_reads_and_sets(spark):
         assert config.state_ttl is None
         with pytest.raises(TypeError, match=STATE_TTL_KEY):
             config.state_ttl = 3600
+
+
+@pytest.mark.parametrize("duration", ["1 day", "90 minutes", "10 seconds", "interval 2 hours",
+                                      "1d", "30m", " 1 DAY "])
+def test_state_ttl_takes_durations_as_with_watermark_and_spark_write_them(spark, duration):
+    with session_conf(spark, {STATE_TTL_KEY: None}):
+        multi_join(spark).state_ttl = duration
+        assert spark.conf.get(STATE_TTL_KEY) == duration
 
 
 def test_spark_prefixed_alias_enables_the_rewrite(spark, tmp_path):

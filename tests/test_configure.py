@@ -1,9 +1,12 @@
-"""configure_spark_with_multijoin adds to a builder's settings and replaces none of them."""
+"""configure_spark_with_multijoin adds to a builder's settings and replaces none of them, and
+picks the jar of the Spark line that will run."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 import spark_multijoin
@@ -18,6 +21,10 @@ from spark_multijoin._configure import (
     CHECKPOINT_FILE_MANAGER,
     LOCAL_CHECKPOINT_FILE_MANAGER,
 )
+from spark_multijoin._jars import bundled_jars, running_spark_version
+from support.modules import load_module
+
+SPARK_JARS = load_module(Path(__file__).resolve().parent.parent / "scripts" / "spark_jars.py")
 
 
 def options(builder: SparkSession.Builder) -> dict[str, str]:
@@ -56,8 +63,9 @@ def test_configuring_twice_adds_nothing_twice():
     assert options(builder)["spark.jars"] == jar_path()
 
 
-def test_the_package_carries_its_jar_and_is_typed():
+def test_the_package_carries_a_jar_per_supported_line_and_is_typed():
     package = Path(spark_multijoin.__file__).parent
+    assert set(bundled_jars()) == set(SPARK_JARS.spark_lines())
     assert Path(jar_path()).is_file() and Path(jar_path()).parent == package / "jars"
     assert (package / "py.typed").is_file()
     assert set(spark_multijoin.__all__) >= {"configure_spark_with_multijoin", "multi_join",
@@ -71,3 +79,31 @@ def test_session_has_the_extension(spark):
     # writes its checkpoint through the local file system's manager.
     assert spark.conf.get(CHANGELOG_CHECKPOINTING) == "true"
     assert spark.conf.get(CHECKPOINT_FILE_MANAGER) == LOCAL_CHECKPOINT_FILE_MANAGER
+
+
+def test_the_jar_is_the_one_of_the_versions_line():
+    for line in SPARK_JARS.spark_lines():
+        assert Path(jar_path(f"{line}.7")).name == f"spark-multijoin_{line}_2.13.jar"
+
+
+def test_a_line_without_a_jar_is_refused_naming_the_supported_ones():
+    with pytest.raises(RuntimeError) as error:
+        jar_path("4.0.1")
+    supported = ", ".join(SPARK_JARS.spark_lines())
+    assert f"runs on Spark {supported}; this is Spark 4.0.1" in str(error.value)
+
+
+def test_without_a_running_spark_the_spark_home_to_be_launched_names_the_version(
+        tmp_path, monkeypatch):
+    (tmp_path / "jars").mkdir()
+    (tmp_path / "jars" / "spark-core_2.13-4.2.1.jar").touch()
+    monkeypatch.setattr(SparkContext, "_active_spark_context", None)
+    monkeypatch.setenv("SPARK_HOME", str(tmp_path))
+    assert running_spark_version() == ("4.2.1", str(tmp_path / "jars"))
+    assert Path(jar_path()).name == "spark-multijoin_4.2_2.13.jar"
+
+
+def test_the_session_runs_the_jar_of_its_spark_line(spark):
+    jars = [jar for jar in spark.conf.get("spark.jars").split(",") if "spark-multijoin" in jar]
+    line = ".".join(spark.version.split(".")[:2])
+    assert [Path(jar).name for jar in jars] == [f"spark-multijoin_{line}_2.13.jar"]

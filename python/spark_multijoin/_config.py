@@ -53,9 +53,10 @@ class MultiJoinConfig:
 
     @property
     def state_ttl(self) -> str | None:
-        """How long a multi-join keeps an input row in processing time (Spark's duration
-        syntax, such as "1h"), or None for no TTL. A TTL changes the answer: see
-        docs/operations.md."""
+        """How long a multi-join keeps an input row in processing time, or None for no TTL: a
+        duration as `withWatermark` takes it ("1 day", "90 minutes") or as "1d", "30m". The
+        inputs a STATE_TTL hint names take the hint's instead; with outer joins no input takes
+        one. A TTL changes the answer: see docs/operations.md."""
         return self._optional(STATE_TTL_KEY)
 
     @state_ttl.setter
@@ -63,8 +64,8 @@ class MultiJoinConfig:
         if value is None:
             self._spark.conf.unset(STATE_TTL_KEY)
         elif not isinstance(value, str):
-            raise TypeError(f"{STATE_TTL_KEY} takes a duration such as '1h' or None, "
-                            f"not {value!r}")
+            raise TypeError(f"{STATE_TTL_KEY} takes a duration such as '1 day', '90 minutes' "
+                            f"or '1d', or None, not {value!r}")
         else:
             self._spark.conf.set(STATE_TTL_KEY, value)
 

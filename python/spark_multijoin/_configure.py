@@ -3,9 +3,9 @@ does for Delta."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pyspark.sql import SparkSession
+
+from spark_multijoin._jars import jar_for, running_spark_version
 
 EXTENSION_CLASS = "io.github.sparkmultijoin.MultiJoinExtension"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -19,15 +19,13 @@ LOCAL_CHECKPOINT_FILE_MANAGER = (
     "io.github.sparkmultijoin.execution.LocalFileSystemCheckpointFileManager")
 
 
-def jar_path() -> str:
-    """The path of the extension's jar that this package carries."""
-    jars = sorted((Path(__file__).parent / "jars").glob("spark-multijoin*.jar"))
-    if not jars:
-        raise FileNotFoundError(
-            "spark_multijoin carries no jar: it was installed without building the Scala "
-            "extension. Reinstall it with `pip install .` from the repository (needs Java 17 "
-            "and Maven).")
-    return str(jars[-1])
+def jar_path(spark_version: str | None = None) -> str:
+    """The path of this package's jar for Spark `spark_version` (default: the Spark a session of
+    this process will run, see `_jars`); an error naming the supported lines if it has none."""
+    source = ""
+    if spark_version is None:
+        spark_version, source = running_spark_version()
+    return str(jar_for(spark_version, source))
 
 
 def _appended(existing: str | None, value: str) -> str:
@@ -38,15 +36,16 @@ def _appended(existing: str | None, value: str) -> str:
 def configure_spark_with_multijoin(builder: SparkSession.Builder) -> SparkSession.Builder:
     """Return `builder` set up to run spark-multijoin.
 
-    Adds the bundled jar to `spark.jars` and the extension to `spark.sql.extensions`, after
-    what is already there, and sets the RocksDB state store provider unless one was chosen
-    (the multi-join runs on RocksDB, and on Spark's in-memory store, Spark's default). Unless
-    set, it also turns on RocksDB's changelog checkpointing: a commit then writes the batch's
-    changes rather than a snapshot of the store, which Spark supports on new and existing
-    checkpoints alike. Unless a checkpoint file manager is set, it sets one that writes
-    checkpoints on the local file system without starting a process per file (Hadoop's local
-    file system does without its native library, which pyspark does not ship) and leaves every
-    other file system to Spark's default; it applies to every streaming query of the session.
+    Adds the bundled jar for the Spark line that will run (`jar_path()`) to `spark.jars` and
+    the extension to `spark.sql.extensions`, after what is already there, and sets the RocksDB
+    state store provider unless one was chosen (the multi-join runs on RocksDB, and on Spark's
+    in-memory store, Spark's default). Unless set, it also turns on RocksDB's changelog
+    checkpointing: a commit then writes the batch's changes rather than a snapshot of the store,
+    which Spark supports on new and existing checkpoints alike. Unless a checkpoint file manager
+    is set, it sets one that writes checkpoints on the local file system without starting a
+    process per file (Hadoop's local file system does without its native library, which pyspark
+    does not ship) and leaves every other file system to Spark's default; it applies to every
+    streaming query of the session.
     The extension starts disabled: turn it on with `spark.conf.set("multi-join.enabled", True)`
     or `multi_join(spark).enabled = True`.
     """

@@ -137,9 +137,9 @@ def test_the_advisor_decides_as_the_rule_on_the_suites_shapes_in_sql(spark, sql_
 
 
 # The state store's confs, as the rule reads them for the whole plan: the in-memory store takes
-# every chain, with a TTL too (which keeps outer chains as planned on any store); another
-# provider, or another checkpoint format, none. Without a provider the advisor takes the store
-# to be RocksDB, the session's here.
+# every chain, with a TTL too (which never keeps a chain as planned, and bounds the inputs of
+# inner joins that no interval condition bounds); another provider, or another checkpoint
+# format, none. Without a provider the advisor takes the store to be RocksDB, the session's here.
 IN_MEMORY = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 STORE_CONFS = [
     {PROVIDER_KEY: IN_MEMORY},
@@ -153,11 +153,19 @@ STORE_CONFS = [
 @pytest.mark.parametrize("store_conf", STORE_CONFS, ids=lambda conf: ",".join(
     f"{key.rsplit('.', 1)[-1]}={value.rsplit('.', 1)[-1]}" for key, value in conf.items()))
 def test_the_advisor_reads_the_state_store_confs_as_the_rule(spark, sql_inputs, store_conf):
-    for _, query, names in (FIXED_QUERIES[0], FIXED_QUERIES[7]):
+    for _, query, names in (FIXED_QUERIES[0], FIXED_QUERIES[7], INNER_WITH_UNBOUNDED):
         chain = SqlChain(query, names, False, None, subquery_inputs=[])
         expected = rule_verdict(spark, query, chain.owner, conf=store_conf)
         verdicts = advise(query, conf={**_conf(chain), **store_conf}, schema=chain.schema())
         assert_same_decisions(verdicts, expected, chain)
+
+
+# a2 has an event time that no interval condition bounds: unbounded, unless a TTL bounds it.
+INNER_WITH_UNBOUNDED = (
+    [], f"SELECT * FROM {WATERMARKED.format(i=0)} JOIN {WATERMARKED.format(i=1)} "
+        f"ON a0.k0 = a1.k1 AND {WITHIN.format(t='a1.t1', p='a0.t0')} "
+        f"JOIN {WATERMARKED.format(i=2)} ON a0.k0 = a2.k2",
+    ["a0", "a1", "a2"])
 
 
 def assert_same_decisions(verdicts: list[Verdict], expected: RuleVerdict,

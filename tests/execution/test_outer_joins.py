@@ -19,6 +19,7 @@ from support.generators import (DELAY, FAR_FUTURE_SECONDS, add_late_rows, bounde
 from support.metrics import progress_key
 from support.runs import (STATE_STORES, batch_rows, explain, run_chain_and_multi, run_stream,
                           session_conf)
+from support.spark_lines import several_event_times_error
 
 
 def without_far_rows(rows):
@@ -180,5 +181,5 @@ def plan_or_spark_error(query) -> str:
     try:
         return explain(query)
     except Exception as error:  # noqa: BLE001 - Spark's rejection is the expected outcome here
-        assert "MULTIPLE_EVENT_TIME_COLUMNS" in str(error), error
+        assert several_event_times_error(query.sparkSession) in str(error), error
         return str(error)

@@ -21,6 +21,7 @@ from support.generators import (DELAY, FAR_FUTURE_SECONDS, add_late_rows, bounde
 from support.metrics import progress_key
 from support.runs import (STATE_STORES, batch_rows, run_chain_and_multi, run_stream,
                           session_conf, start_reference, start_stream)
+from support.spark_lines import several_event_times_error
 
 
 def test_general_shape_fails_in_spark_and_runs_here(spark, tmp_path):
@@ -29,7 +30,7 @@ def test_general_shape_fails_in_spark_and_runs_here(spark, tmp_path):
     build = bounded_chain(parents=[0, 0, 1], bounds=[(0, 0), (30, 60), (20, 40)])
     chain = start_reference(spark, inputs, build, tmp_path / "off")
     multi = start_stream(spark, inputs, build, enabled=True, checkpoint=tmp_path / "on")
-    with pytest.raises(StreamingQueryException, match="MULTIPLE_EVENT_TIME_COLUMNS"):
+    with pytest.raises(StreamingQueryException, match=several_event_times_error(spark)):
         chain.finish()
     multi = multi.finish()
     expected = batch_rows(spark, inputs, build)

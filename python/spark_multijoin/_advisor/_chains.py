@@ -32,6 +32,13 @@ from spark_multijoin._advisor._tree import (
 
 CHAIN_KINDS = ("INNER", "LEFT", "RIGHT", "FULL")
 HINT = "MULTI_JOIN"
+STATE_TTL_HINT = "STATE_TTL"
+# The advisor does not follow the STATE_TTL hint; it says so where a statement has one.
+STATE_TTL_HINT_READ = (
+    f"The {STATE_TTL_HINT} hint gives the inputs it names a state TTL, which the running rule "
+    "reads and the advisor does not follow: in a multi-join of inner joins such an input keeps "
+    "its rows for that long (it is then not unbounded); in one with outer joins the TTL does not "
+    "apply, and the rule warns of it.")
 ENABLED_KEY = "multi-join.enabled"
 MAX_TABLES_KEY = "multi-join.max-tables"
 STATE_TTL_KEY = "multi-join.state-ttl"
@@ -42,9 +49,11 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 
 @dataclass(frozen=True)
 class Settings:
-    """What the rule reads besides the plan: its confs, and the leaves the MULTI_JOIN hint names
-    where the hint is what enables it (None: the conf enables it for every chain), and why the
-    session's state store keeps every streaming join as Spark planned it (None: it does not)."""
+    """What the rule reads besides the plan: its confs (`state_ttl`: whether the session sets a
+    state TTL, which every input of a multi-join of inner joins takes and no input of one with
+    outer joins), the leaves the MULTI_JOIN hint names where the hint is what enables it (None:
+    the conf enables it for every chain), and why the session's state store keeps every
+    streaming join as Spark planned it (None: it does not)."""
 
     max_tables: int | None
     state_ttl: bool

@@ -95,7 +95,7 @@ def _collapse_chain(chain: Chain, join: Join, settings: Settings, render: Render
     if chain.outer_order:
         return _outer(chain, groups[0][1], settings, render, number)
     outcome = Outcome(chain)
-    plans = [_split(chain, group, key, settings.max_tables, outcome, number)
+    plans = [_split(chain, group, key, settings, outcome, number)
              for group, key in groups]
     joined = _joined_above(chain, [group for group, _ in groups], plans, needed)
     if isinstance(joined, str):
@@ -228,13 +228,13 @@ def _fused_groups(chain: Chain, settings: Settings,
             " AND ".join(render(c.expression) for c in chain.conjuncts))
 
 
-def _split(chain: Chain, group: list[int], key: list[KeyClass], max_tables: int | None,
+def _split(chain: Chain, group: list[int], key: list[KeyClass], settings: Settings,
            outcome: Outcome, number: int) -> Tree:
     """The multi-joins of an inner group, numbered on from `number` and the ones `outcome`
     has: one, or with max-tables below its size, one of the first max-tables inputs, then the
     next ones max-tables - 1 at a time over the one before (a last one left over is joined by
     Spark's join). Their plan."""
-    size = max_tables or len(chain.inputs)
+    size = settings.max_tables or len(chain.inputs)
     chunks = [group[:size]] + [group[start:start + size - 1]
                                for start in range(size, len(group), size - 1)]
     earlier: list[int] = []
@@ -252,7 +252,8 @@ def _split(chain: Chain, group: list[int], key: list[KeyClass], max_tables: int 
             continue
         offsets = _inner_offsets(chain, earlier, chunk)
         outcome.multi_joins.append(MultiJoin(chunk, key, offsets, earlier))
-        outcome.warnings.extend(_unbounded_warnings(chain, earlier, chunk, offsets))
+        if not settings.state_ttl:  # the session's TTL bounds every input of inner joins
+            outcome.warnings.extend(_unbounded_warnings(chain, earlier, chunk, offsets))
         plan = Fused(([plan] if plan is not None else []) + trees,
                      number + len(outcome.multi_joins) - 1)
         earlier = earlier + chunk

@@ -10,7 +10,6 @@ from sqlglot import exp
 from spark_multijoin._advisor._bounds import JoinTree, eviction_offsets
 from spark_multijoin._advisor._chains import (
     MAX_TABLES_KEY,
-    STATE_TTL_KEY,
     Chain,
     KeyClass,
     Settings,
@@ -27,9 +26,6 @@ def outer_join_tree(chain: Chain, key: list[KeyClass], settings: Settings,
     count = len(chain.inputs)
     if settings.max_tables is not None and settings.max_tables < count:
         return f"{MAX_TABLES_KEY} = {settings.max_tables} would split it"
-    if settings.state_ttl:
-        return (f"{STATE_TTL_KEY} is set, and a TTL would drop rows that null-padded rows are "
-                "decided by; unset it to run outer joins as one multi-join")
     problem = _full_outer_problem(chain, render) or _padded_side_problem(chain, render) or \
         _inner_key_problem(chain, key, render)
     if problem:
@@ -54,8 +50,9 @@ def outer_join_tree(chain: Chain, key: list[KeyClass], settings: Settings,
 
 
 UNBOUNDED = ("an outer join's null-padded rows come out once the watermark shows a row can no "
-              "longer match, which needs watermarks and interval conditions bounding every "
-              "input's event time")
+             "longer match, which needs watermarks and interval conditions bounding every "
+             "input's event time (a state TTL cannot stand in for them: null-padded rows would "
+             "depend on the rows it drops)")
 
 
 def _full_outer_problem(chain: Chain, render: Render) -> str | None:

@@ -26,6 +26,7 @@ from sqlglot.optimizer.qualify_columns import qualify_columns
 from sqlglot.optimizer.qualify_tables import qualify_tables
 from sqlglot.optimizer.scope import Scope, build_scope
 
+from spark_multijoin._advisor._chains import STATE_TTL_HINT, STATE_TTL_HINT_READ
 from spark_multijoin._advisor._expressions import columns
 from spark_multijoin._advisor._sql import STREAMING, WATERMARK, WRITTEN_NAME, Statement, Watermark
 from spark_multijoin._advisor._scopes import Env, LeafEnv, SelectEnv, SourcesEnv, resolved
@@ -257,6 +258,8 @@ class _Builder:
         for function in hint.expressions if hint else []:
             if isinstance(function, exp.Func) and function.name.upper() == "MULTI_JOIN":
                 self.hint_names.extend(argument.name.lower() for argument in function.expressions)
+            elif isinstance(function, exp.Func) and function.name.upper() == STATE_TTL_HINT:
+                self.problems.append(STATE_TTL_HINT_READ)
 
     def _item(self, item: exp.Expr, scope: Scope, sources: dict[str, Env],
               stream_read: bool) -> Tree:

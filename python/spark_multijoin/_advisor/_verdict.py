@@ -13,6 +13,7 @@ from spark_multijoin._advisor._chains import (
     CHAIN_KINDS,
     ENABLED_KEY,
     HINT,
+    STATE_TTL_KEY,
     Chain,
     KeyClass,
     Settings,
@@ -192,7 +193,7 @@ class _Walk:
         fused = [(outcome.chain, multi_join) for outcome in self.outcomes
                  for multi_join in outcome.multi_joins if outcome.chain is not None]
         chains = [outcome.chain for outcome in self.outcomes if outcome.chain is not None]
-        bounded, kept, unknowns = _state_kept(fused)
+        bounded, kept, unknowns = _state_kept(fused, self._context.settings.state_ttl)
         return Verdict(
             location=self._context.location,
             statement=self._context.statement,
@@ -256,8 +257,10 @@ def _implied_by_key(conjunct: exp.Expr, key: list[KeyClass]) -> bool:
     return any(sides <= {member.sql() for _, member in key_class} for key_class in key)
 
 
-def _state_kept(fused: list[tuple[Chain, MultiJoin]]
+def _state_kept(fused: list[tuple[Chain, MultiJoin]], state_ttl: bool
                 ) -> tuple[dict[str, bool | None], dict[str, str], list[str]]:
+    """Per input of a multi-join, whether time bounds limit its rows and how long they are
+    kept; with `state_ttl`, an input of inner joins that none limits is kept until its TTL."""
     bounded: dict[str, bool | None] = {}
     kept: dict[str, str] = {}
     unknown: dict[str, list[str]] = {}
@@ -274,6 +277,9 @@ def _state_kept(fused: list[tuple[Chain, MultiJoin]]
                 bounded[name] = None
                 kept[name] = "not known here"
                 unknown.setdefault(chain_input.event_time_unknown, []).append(name)
+            elif state_ttl and not chain.outer_order:
+                bounded[name] = False
+                kept[name] = f"until its state TTL ({STATE_TTL_KEY}) passes"
             else:
                 bounded[name] = False
                 kept[name] = "for good: " + ("no interval condition bounds it"

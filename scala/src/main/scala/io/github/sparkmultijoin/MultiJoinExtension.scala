@@ -4,7 +4,7 @@ import io.github.sparkmultijoin.optimizer.{CollapseStreamingJoinChains, ResolveM
 import io.github.sparkmultijoin.planning.MultiJoinStrategy
 
 import org.apache.spark.sql.SparkSessionExtensions
-import org.apache.spark.sql.multijoin.MultiJoinConf
+import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
 
 /**
  * Installs spark-multijoin into a SparkSession: nothing but wiring, grouped by phase.
@@ -20,11 +20,11 @@ import org.apache.spark.sql.multijoin.MultiJoinConf
  * }}}
  * and from Python with `configure_spark_with_multijoin(builder)` from `spark_multijoin`, which
  * also adds the jar and the RocksDB state store provider. (Spark's default, in-memory store
- * serves too, without `multi-join.state-ttl`.)
+ * serves too.)
  *
- * Order: the analyzer rule takes the MULTI_JOIN hint while its names still mean something (Spark
- * drops unknown hints after resolution, and the optimizer drops the aliases that carry the
- * names), and is bound anew to the columns under those names before every optimization, as a
+ * Order: the analyzer rule takes the hints (MULTI_JOIN, STATE_TTL) while their names still mean
+ * something (Spark drops unknown hints after resolution, and the optimizer drops the aliases
+ * that carry the names), and they are bound anew to the columns under those names before every optimization, as a
  * streaming query's inputs get new columns every micro-batch. The optimizer rule runs once,
  * after Spark's operator optimizations (pre-CBO), so that it sees joins with filters and
  * projections already pushed down and never sees its own output again; the restart check right
@@ -35,6 +35,7 @@ import org.apache.spark.sql.multijoin.MultiJoinConf
  */
 class MultiJoinExtension extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
+    SparkInternals.requireBuiltLine()
     MultiJoinConf.register()
 
     // Analyzer, then plan normalization (before every optimization, per micro-batch too)

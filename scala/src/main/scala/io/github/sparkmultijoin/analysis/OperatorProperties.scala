@@ -1,8 +1,9 @@
 package io.github.sparkmultijoin.analysis
 
-import org.json4s.{JArray, JBool, JInt, JNothing, JNull, JObject, JValue}
+import org.json4s.{JArray, JBool, JInt, JNothing, JNull, JObject, JString, JValue}
 import org.json4s.jackson.JsonMethods.{compact, parse, parseOpt, render}
 
+import org.apache.spark.SPARK_VERSION
 import org.apache.spark.sql.execution.streaming.state.StateStoreErrors
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
@@ -30,14 +31,18 @@ import org.apache.spark.sql.types.{DataType, StructType}
  *                           unset
  * @param inputSchemas       the schema of each input's rows, in input order
  * @param tree               how the inputs are joined
- * @param storeTimes         whether rows are indexed by the time they were stored (a state TTL)
+ * @param stateTtlsMs        per input, its state TTL (ms), if it has one. A checkpoint of an
+ *                           earlier version recorded only whether every input had one
+ *                           (`storeTimes`): its TTLs read as [[UnknownTtl]]
+ * @param sparkVersion       the version of the Spark that planned it
  */
 case class OperatorProperties(
     layoutVersion: Option[Int],
     maxTables: Option[Option[Int]],
     inputSchemas: Option[Seq[StructType]],
     tree: Option[JoinTree],
-    storeTimes: Option[Boolean] = None) {
+    stateTtlsMs: Option[Seq[Option[Long]]] = None,
+    sparkVersion: Option[String] = None) {
 
   import OperatorProperties._
 
@@ -47,7 +52,9 @@ case class OperatorProperties(
       maxTables.map(value => "maxTables" -> value.map(JInt(_)).getOrElse(JNull)),
       inputSchemas.map(schemas => "inputSchemas" -> JArray(schemas.map(schemaJson).toList)),
       tree.map(joins => "joinTree" -> treeJson(joins)),
-      storeTimes.map(indexed => "storeTimes" -> JBool(indexed))).flatten
+      stateTtlsMs.map(ttls =>
+        "stateTtlsMs" -> JArray(ttls.map(_.map(JInt(_)).getOrElse(JNull)).toList)),
+      sparkVersion.map(version => SparkVersionKey -> JString(version))).flatten
     compact(render(JObject(fields)))
   }
 
@@ -59,8 +66,8 @@ case class OperatorProperties(
    * than either value) restarts.
    */
   def checkRestart(current: OperatorProperties, operatorId: Long): Unit = {
+    checkSparkLine(current, operatorId)
     checkLayout(current, operatorId)
-    checkStoreTimes(current, operatorId)
     val changes = layoutChanges(current)
     if (changes.nonEmpty) {
       (maxTables, current.maxTables) match {
@@ -74,6 +81,7 @@ case class OperatorProperties(
             "checkpoint.")
       }
     }
+    checkStateTtls(current, operatorId)
   }
 
   /**
@@ -96,17 +104,41 @@ case class OperatorProperties(
     }
   }
 
-  /** Fails if `multi-join.state-ttl` was set or unset since the checkpoint was written. */
-  private def checkStoreTimes(current: OperatorProperties, operatorId: Long): Unit =
-    (storeTimes, current.storeTimes) match {
-      case (Some(before), Some(now)) if before != now =>
-        def state(indexed: Boolean) = if (indexed) "set" else "unset"
-        throw new IllegalStateException(s"The multi-join (stateful operator $operatorId) cannot " +
-          s"resume from this checkpoint: ${MultiJoinConf.STATE_TTL.key} was ${state(before)} " +
-          s"when it was written and is ${state(now)} now, and a TTL needs the time each row " +
-          s"was stored, which the state keeps only where it was set. " +
-          s"${if (before) "Set" else "Unset"} it again (any duration serves), or start a new " +
-          "checkpoint.")
+  /**
+   * Fails if the state was written by a newer Spark line than the one restarting it. Spark
+   * promises that a checkpoint restarts on a newer version, not on an older one, and the state
+   * files of a newer line (its state schema and operator metadata formats) are not promised to
+   * read on an older one: refused here, before anything of the state is read.
+   */
+  private def checkSparkLine(current: OperatorProperties, operatorId: Long): Unit =
+    for (before <- sparkVersion; now <- current.sparkVersion if newerLine(before, now)) {
+      throw new IllegalStateException(s"The multi-join (stateful operator $operatorId) cannot " +
+        s"resume from this checkpoint: it was written by Spark $before, and this is Spark $now, " +
+        "an older line. A checkpoint restarts on the Spark line that wrote it or a newer one: " +
+        s"run the query on Spark ${lineOf(before)} or newer, or start a new checkpoint.")
+    }
+
+  /**
+   * Fails if an input that had a state TTL when the state was written has none now, or the
+   * reverse: a TTL needs the time each row of its input was stored, which the state keeps only
+   * for the inputs that had one (a changed duration restarts).
+   */
+  private def checkStateTtls(current: OperatorProperties, operatorId: Long): Unit =
+    (stateTtlsMs, current.stateTtlsMs) match {
+      case (Some(before), Some(now)) if before.length == now.length =>
+        val changed = before.indices.filter(i => before(i).isDefined != now(i).isDefined)
+        if (changed.nonEmpty) {
+          val what = changed.map { input =>
+            s"input $input had ${describeTtl(before(input))} when it was written and has " +
+              s"${describeTtl(now(input))} now"
+          }
+          throw new IllegalStateException(s"The multi-join (stateful operator $operatorId) " +
+            s"cannot resume from this checkpoint: ${what.mkString("; ")}. A TTL needs the time " +
+            "each row of its input was stored, which the state keeps only for the inputs that " +
+            "had a TTL when it was written. Give each input a TTL again where it had one and " +
+            s"none where it had none (${MultiJoinConf.STATE_TTL.key}, or a STATE_TTL hint; any " +
+            "duration serves), or start a new checkpoint.")
+        }
       case _ =>
     }
 
@@ -136,15 +168,29 @@ object OperatorProperties {
   // The name checkpoints record the layout's number under.
   private val LayoutVersionKey = "stateFormatVersion"
 
+  private val SparkVersionKey = "sparkVersion"
+
+  /** A Spark version's line: "4.1" of "4.1.1". */
+  private def lineOf(version: String): String = version.split("[.-]").take(2).mkString(".")
+
+  /** Whether Spark `version` is of a newer line than Spark `than`. */
+  private def newerLine(version: String, than: String): Boolean = {
+    def numbers(v: String) = lineOf(v).split('.').map(_.toInt).toSeq
+    Ordering.Implicits.seqOrdering[Seq, Int].gt(numbers(version), numbers(than))
+  }
+
   /** The properties of a multi-join planned now. */
   def planned(
       layout: StateLayout,
       maxTables: Option[Int],
       inputSchemas: Seq[StructType],
       tree: JoinTree,
-      storeTimes: Boolean = false): OperatorProperties =
+      stateTtlsMs: Seq[Option[Long]]): OperatorProperties =
     OperatorProperties(Some(layout.version), Some(maxTables), Some(inputSchemas), Some(tree),
-      Some(storeTimes))
+      Some(stateTtlsMs), Some(SPARK_VERSION))
+
+  /** The TTL of an input of a checkpoint that recorded only that it had one (earlier builds). */
+  val UnknownTtl: Long = 0L
 
   /** The properties recorded in `json`; none for a blank or unreadable one. */
   def fromJson(json: String): OperatorProperties = {
@@ -161,8 +207,20 @@ object OperatorProperties {
     OperatorProperties(
       (recorded \ LayoutVersionKey).toOption.collect { case JInt(v) => v.toInt },
       maxTables, inputSchemas, (recorded \ "joinTree").toOption.map(treeFromJson),
-      (recorded \ "storeTimes").toOption.collect { case JBool(indexed) => indexed })
+      stateTtls(recorded, inputSchemas.map(_.length)),
+      (recorded \ SparkVersionKey).toOption.collect { case JString(version) => version })
   }
+
+  /** Per input its TTL, as recorded; from `storeTimes`, where only that was, for `numInputs`. */
+  private def stateTtls(recorded: JValue, numInputs: Option[Int]): Option[Seq[Option[Long]]] =
+    (recorded \ "stateTtlsMs", recorded \ "storeTimes") match {
+      case (JArray(ttls), _) => Some(ttls.map {
+          case JInt(ms) => Some(ms.toLong)
+          case _ => None
+        })
+      case (_, JBool(indexed)) => numInputs.map(Seq.fill(_)(Option.when(indexed)(UnknownTtl)))
+      case _ => None
+    }
 
   private def schemaJson(schema: StructType): JValue = parse(schema.json)
 
@@ -184,6 +242,13 @@ object OperatorProperties {
   }
 
   private def columns(schema: StructType): String = schema.fields.map(_.toDDL).mkString(", ")
+
+  /** An input's state TTL as restart errors name it. */
+  private def describeTtl(ttlMs: Option[Long]): String = ttlMs match {
+    case None => "no state TTL"
+    case Some(UnknownTtl) => "a state TTL"
+    case Some(ms) => s"a state TTL of ${StateTtl.show(ms)}"
+  }
 
   /** A value of `multi-join.max-tables` as its restart errors name it. */
   private[sparkmultijoin] def describe(maxTables: Option[Int]): String =

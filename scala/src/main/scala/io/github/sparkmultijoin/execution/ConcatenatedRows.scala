@@ -4,21 +4,26 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.catalyst.util.{ArrayData, MapData}
 import org.apache.spark.sql.types.{DataType, Decimal}
-import org.apache.spark.unsafe.types.{BinaryView, CalendarInterval, TimestampNanosVal, UTF8String, VariantVal}
+import org.apache.spark.sql.multijoin.ForwardingInternalRow
+import org.apache.spark.unsafe.types.{CalendarInterval, UTF8String, VariantVal}
 
 /**
  * The rows in `rows` read as one row, their columns one after the other, as they are when
  * read. A column is found through two small arrays; a chain of JoinedRows would recount the
  * columns of the rows before it at every access, which for many inputs dominates projecting.
  *
- * It forwards every getter of InternalRow, and the getters differ between Spark lines (the
- * nanosecond timestamps, binary views): it is kept apart so that each line can have its own.
+ * It forwards every getter of InternalRow. The getters only some Spark lines have (nanosecond
+ * timestamps, binary views, geospatial values) are forwarded by the per-line
+ * [[ForwardingInternalRow]] through `sourceRow` and `sourceOrdinal`.
  */
 private[execution] class ConcatenatedRows(rows: Array[UnsafeRow], widths: Seq[Int])
-  extends InternalRow {
+  extends ForwardingInternalRow {
   private val rowOf: Array[Int] =
     widths.zipWithIndex.flatMap { case (width, input) => Seq.fill(width)(input) }.toArray
   private val ordinalIn: Array[Int] = widths.flatMap(0 until _).toArray
+
+  override protected def sourceRow(i: Int): UnsafeRow = rows(rowOf(i))
+  override protected def sourceOrdinal(i: Int): Int = ordinalIn(i)
 
   override def numFields: Int = rowOf.length
   override def setNullAt(i: Int): Unit = throw new UnsupportedOperationException
@@ -37,12 +42,7 @@ private[execution] class ConcatenatedRows(rows: Array[UnsafeRow], widths: Seq[In
     rows(rowOf(i)).getDecimal(ordinalIn(i), precision, scale)
   override def getUTF8String(i: Int): UTF8String = rows(rowOf(i)).getUTF8String(ordinalIn(i))
   override def getBinary(i: Int): Array[Byte] = rows(rowOf(i)).getBinary(ordinalIn(i))
-  override def getBinaryView(i: Int): BinaryView = rows(rowOf(i)).getBinaryView(ordinalIn(i))
   override def getInterval(i: Int): CalendarInterval = rows(rowOf(i)).getInterval(ordinalIn(i))
-  override def getTimestampNTZNanos(i: Int): TimestampNanosVal =
-    rows(rowOf(i)).getTimestampNTZNanos(ordinalIn(i))
-  override def getTimestampLTZNanos(i: Int): TimestampNanosVal =
-    rows(rowOf(i)).getTimestampLTZNanos(ordinalIn(i))
   override def getVariant(i: Int): VariantVal = rows(rowOf(i)).getVariant(ordinalIn(i))
   override def getStruct(i: Int, numFields: Int): InternalRow =
     rows(rowOf(i)).getStruct(ordinalIn(i), numFields)

@@ -50,7 +50,8 @@ import org.apache.spark.sql.types.StructType
  * @param condition       the inner joins' conditions besides the key
  * @param tree            which inputs are outer, and the order their joins apply in
  * @param outerConditions per outer input, its ON clause; None for inner inputs
- * @param stateTtlMs      with a state TTL, how long (processing time) a stored row is kept
+ * @param stateTtlsMs     per input, its state TTL: how long (processing time) a stored row of it
+ *                        is kept ([[StateTtlExpiry]])
  * @param stateInfo       filled in by the planner strategy for a running query, None otherwise
  * @param child           the inputs' rows, tagged ([[TaggedInputs.plan]]); transient, as the
  *                        tasks get their rows from the child's RDD, and without it the plan
@@ -62,7 +63,7 @@ case class StreamingMultiJoinExec(
     condition: Option[Expression],
     tree: JoinTree,
     outerConditions: Seq[Option[Expression]],
-    stateTtlMs: Option[Long],
+    stateTtlsMs: Seq[Option[Long]],
     stateInfo: Option[StatefulOperatorStateInfo],
     @transient child: SparkPlan)
   extends UnaryExecNode with StateStoreWriter with SchemaValidationUtils {
@@ -109,10 +110,11 @@ case class StreamingMultiJoinExec(
         case (Some(time), None) => s" keeps all (${time.name} unbounded)"
         case _ => ""
       }
-      s"input$input key=${keys(input).map(_.sql).mkString("[", ", ", "]")}$joined$kept"
+      val key = keys(input).map(_.sql).mkString("[", ", ", "]")
+      s"input$input key=$key$joined$kept${ttlExpiry.shown(input)}"
     }
-    val ttl = stateTtlMs.map(ms => s", state ttl=${ms}ms").getOrElse("")
-    s"$nodeName ${described.mkString(", ")}, condition=${condition.map(_.sql).getOrElse("none")}$ttl, " +
+    val on = condition.map(_.sql).getOrElse("none")
+    s"$nodeName ${described.mkString(", ")}, condition=$on, " +
       s"state=${stateInfo.map(info => s"operator ${info.operatorId}").getOrElse("<unknown>")}"
   }
 
@@ -139,6 +141,16 @@ case class StreamingMultiJoinExec(
       eventTimes(input).isDefined && evictionOffsets(input).isDefined
     }
 
+  private lazy val ttlExpiry = new StateTtlExpiry(stateTtlsMs)
+
+  // When the earliest stored row falls due, as the last batch's partitions reported it. Created
+  // on the driver before tasks refer to it, as the metrics are.
+  private lazy val nextTtlDueMs: MinimumAccumulator = {
+    val accumulator = new MinimumAccumulator
+    session.sparkContext.register(accumulator, s"$nodeName next TTL due")
+    accumulator
+  }
+
   private def keySchema: StructType = MultiJoinStateManager.keySchema(keys.head.map(_.dataType))
 
   /**
@@ -151,7 +163,7 @@ case class StreamingMultiJoinExec(
   override def getColFamilySchemas(
       shouldBeNullable: Boolean): Map[String, StateStoreColFamilySchema] =
     MultiJoinStateLayout(layout).familySchemas(
-      StateShape(keySchema, inputSchemas, timeOrdinals, storeTimes = stateTtlMs.isDefined))
+      StateShape(keySchema, inputSchemas, timeOrdinals, stateTtlsMs.map(_.isDefined)))
 
   /**
    * On a restart, first compares the operator with the checkpoint's operator metadata
@@ -246,19 +258,24 @@ case class StreamingMultiJoinExec(
    * operator was planned with (this runs while it is planned).
    */
   private def operatorProperties: OperatorProperties = OperatorProperties.planned(
-    layout, MultiJoinConf.maxTables(conf), inputSchemas, tree,
-    storeTimes = stateTtlMs.isDefined)
+    layout, MultiJoinConf.maxTables(conf), inputSchemas, tree, stateTtlsMs)
 
   override def customStatefulOperatorMetrics: Seq[StatefulOperatorCustomMetric] =
     MultiJoinMetrics.customStatefulOperatorMetrics(inputs.length)
 
   private def metric(declared: Metric): SQLMetric = longMetric(declared.name)
 
-  // A batch without data is worth running when the watermark moved and rows may be due.
-  override def shouldRunAnotherBatch(newInputWatermark: Long): Boolean =
-    evictable.nonEmpty && stateInfo.flatMap(SparkInternals.inputWatermarks(session, _)).exists {
-      case (_, evictionWatermark) => newInputWatermark > evictionWatermark
-    }
+  // A batch without data is worth running when the watermark moved and rows may be due, or,
+  // under a processing-time trigger, when the earliest stored row's TTL has passed.
+  override def shouldRunAnotherBatch(newInputWatermark: Long): Boolean = {
+    val watermarkMoved =
+      evictable.nonEmpty && stateInfo.flatMap(SparkInternals.inputWatermarks(session, _)).exists {
+        case (_, evictionWatermark) => newInputWatermark > evictionWatermark
+      }
+    watermarkMoved ||
+    (ttlExpiry.isSet &&
+      SparkInternals.processingTimeBatchStartMs(session).exists(_ >= nextTtlDueMs.value))
+  }
 
   // Every row to come joins rows above their inputs' eviction bounds (null-padded rows too, as
   // their anchor row is above its bound until evicted); an operator after this one must not take
@@ -271,10 +288,10 @@ case class StreamingMultiJoinExec(
       s"$nodeName runs only inside a streaming query, which gives it its state info:\n$this"))
     metrics // created on the driver, before tasks refer to them
     // Analyzed here, once: the tasks get the results with the plan instead of each redoing it.
-    timeOrdinals; evictionOffsets; finalOffsets; evictable
+    timeOrdinals; evictionOffsets; finalOffsets; evictable; if (ttlExpiry.isSet) nextTtlDueMs
     val watermarks = SparkInternals.inputWatermarks(session, info)
     val batchRowsMemory = MultiJoinConf.batchRowsMemory(conf)
-    val batchStartMs = stateTtlMs.map(_ =>
+    val batchStartMs = Some(ttlExpiry).filter(_.isSet).map(_ =>
       SparkInternals.batchTimestampMs(session).getOrElse(
         throw new IllegalStateException(s"$nodeName found no start time of its micro-batch")))
     val opened = MultiJoinStateLayout(layout).storeSchemas(getColFamilySchemas(false))
@@ -295,13 +312,11 @@ case class StreamingMultiJoinExec(
       layout: StateLayout)(
       store: StateStore,
       taggedRows: Iterator[InternalRow]): Iterator[InternalRow] = {
-    val state = new MultiJoinStateManager(store, keySchema, inputSchemas,
-      timeOrdinals, info.storeVersion, batchRowsMemory, storeTimeMs = batchStartMs, layout)
+    val state = new MultiJoinStateManager(store, keySchema, inputSchemas, timeOrdinals,
+      info.storeVersion, batchRowsMemory, batchStartMs, layout, ttlExpiry.inputs)
     TaskContext.get().addTaskCompletionListener[Unit](_ => state.abortIfNotCommitted())
     // A row past its TTL joins nothing from this batch on, so it goes before any row is joined.
-    for (ttl <- stateTtlMs; now <- batchStartMs) {
-      metric(NUM_ROWS_EXPIRED_BY_TTL) += state.expire(now - ttl)
-    }
+    batchStartMs.foreach(now => metric(NUM_ROWS_EXPIRED_BY_TTL) += ttlExpiry.expire(state, now))
     val join = CompiledJoins.lendToTask(new CompiledJoins.Spec(
       (info.queryRunId, info.operatorId), keys, inputs, output, conjuncts, tree))
     val padder = new OuterJoinPadder(join, state, metric(NUM_NULL_PADDED_ROWS))
@@ -314,6 +329,7 @@ case class StreamingMultiJoinExec(
     onExhaustion(rows.map { row => numOutputRows += 1; row }) {
       metric(ALL_UPDATES_TIME_MS) += NANOSECONDS.toMillis(System.nanoTime - updateStartTimeNs)
       metric(ALL_REMOVALS_TIME_MS) += timeTakenMs(evict(state, evictionWatermarkMs))
+      if (ttlExpiry.isSet) ttlExpiry.nextDueMs(state).foreach(nextTtlDueMs.add)
       metric(COMMIT_TIME_MS) += timeTakenMs(state.commit())
       reportState(state, store)
     }

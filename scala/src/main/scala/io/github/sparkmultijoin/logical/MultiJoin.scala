@@ -23,6 +23,7 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
  * @param operatorId the stateful operator id of the planned operator: fixed by the plan's shape,
  *                   so identical on every micro-batch and after a restart, and far from the ids
  *                   0..k-1 that Spark gives its own stateful operators
+ * @param stateTtlsMs per input, its state TTL (ms of processing time), if it has one
  */
 case class MultiJoin(
     children: Seq[LogicalPlan],
@@ -30,11 +31,14 @@ case class MultiJoin(
     condition: Option[Expression],
     tree: JoinTree,
     onClauses: Seq[Expression],
-    operatorId: Long) extends LogicalPlan {
+    operatorId: Long,
+    stateTtlsMs: Seq[Option[Long]]) extends LogicalPlan {
 
   require(children.length >= 2, "a multi-join needs at least two inputs")
-  require(keys.length == children.length && onClauses.length == children.length &&
-      tree.parents.length == children.length, "every input of a multi-join needs its key")
+  require(
+    keys.length == children.length && onClauses.length == children.length &&
+      tree.parents.length == children.length && stateTtlsMs.length == children.length,
+    "every input of a multi-join needs its key")
 
   /** Per input, its ON clause if it is an outer input. */
   def outerConditions: Seq[Option[Expression]] =

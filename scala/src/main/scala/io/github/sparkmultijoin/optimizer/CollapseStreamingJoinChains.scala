@@ -5,7 +5,7 @@ import java.util.concurrent.ConcurrentHashMap
 import scala.collection.mutable
 
 import io.github.sparkmultijoin.analysis.{Conjunct, EventTimeBounds, StateLayout}
-import io.github.sparkmultijoin.logical.{MultiJoin, MultiJoinHint}
+import io.github.sparkmultijoin.logical.{MultiJoin, MultiJoinHint, StateTtlHint}
 import io.github.sparkmultijoin.optimizer.ChainFlattening.{continuesChain, isStreamingChainJoin}
 import io.github.sparkmultijoin.optimizer.FusionVerdict._
 
@@ -62,9 +62,14 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
 
   /** The plan the rule makes of `hintedPlan`, with its verdicts on it. */
   def rewrite(hintedPlan: LogicalPlan): (LogicalPlan, Seq[FusionVerdict]) = {
-    // The MULTI_JOIN hint's inputs, by their output; its node goes from every plan.
+    // The hints' inputs, by their output; the hints' nodes go from every plan.
     val hinted = hintedPlan.collect { case hint: MultiJoinHint => hint.bound }.flatten
-    val plan = hintedPlan.transformUp { case hint: MultiJoinHint => hint.child }
+    val ttls = StateTtls(MultiJoinConf.stateTtlMs(conf),
+      hintedPlan.collect { case hint: StateTtlHint => hint.bound }.flatten)
+    val plan = hintedPlan.transformUp {
+      case hint: MultiJoinHint => hint.child
+      case hint: StateTtlHint => hint.child
+    }
     val eligibility = Eligibility.of(MultiJoinConf.enabled(conf), hinted)
     if (!plan.isStreaming || !plan.exists(isStreamingChainJoin)) {
       (plan, Nil)
@@ -73,7 +78,7 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
     } else {
       StateLayout.forSession(conf) match {
         case Left(reason) => (plan, Seq(StoreUnsupported(reason)))
-        case Right(_) => collapseAll(plan, eligibility)
+        case Right(_) => collapseAll(plan, eligibility, ttls)
       }
     }
   }
@@ -81,14 +86,15 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
   /** Every chain of `plan` collapsed where it can be, top down, with the verdicts on each. */
   private def collapseAll(
       plan: LogicalPlan,
-      eligibility: Eligibility): (LogicalPlan, Seq[FusionVerdict]) = {
+      eligibility: Eligibility,
+      ttls: StateTtls): (LogicalPlan, Seq[FusionVerdict]) = {
     val verdicts = mutable.ArrayBuffer.empty[FusionVerdict]
     val nextOperatorId = Iterator.iterate(FirstOperatorId)(_ + 1)
     val readOf = columnsRead(plan)
     val rewritten = plan.transformDown {
       case join: Join if isStreamingChainJoin(join) =>
         val read = Option(readOf.get(join)).getOrElse(join.outputSet)
-        collapse(join, read, nextOperatorId, eligibility) match {
+        collapse(join, read, nextOperatorId, eligibility, ttls) match {
           case Right((collapsed, said)) => verdicts ++= said; collapsed
           case Left(kept) => verdicts += kept; join
         }
@@ -122,23 +128,24 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
       join: Join,
       read: AttributeSet,
       nextOperatorId: Iterator[Long],
-      eligibility: Eligibility): Either[FusionVerdict, (LogicalPlan, Seq[FusionVerdict])] =
+      eligibility: Eligibility,
+      ttls: StateTtls): Either[FusionVerdict, (LogicalPlan, Seq[FusionVerdict])] =
     if (!continuesChain(join)) {
       Left(NondeterministicCondition(join.condition.map(_.sql).getOrElse("")))
     } else {
       val (chain, madeInner) = ChainFlattening.flatten(join)
       val groupSize = MultiJoinConf.maxTables(conf).getOrElse(chain.inputs.length)
-      val stateTtlSet = MultiJoinConf.stateTtlMs(conf).isDefined
       for {
         groups <- KeyGroups.of(chain, eligibility)
-        tree <- OuterTreeChecks.joinTree(chain, groups.head, groupSize, stateTtlSet)
+        tree <- OuterTreeChecks.joinTree(chain, groups.head, groupSize)
         assembled <- PlanAssembly.joinedGroups(read, chain, groups, tree, groupSize,
           nextOperatorId)
       } yield {
         val (joined, operatorIds) = assembled
+        val (withTtls, ttlsNotApplied) = ttls.applied(joined)
         val fused = collapsed(chain, groups, operatorIds, eligibility)
-        (PlanAssembly.withOutputOf(join, joined, chain),
-          unboundedInputs(joined) ++ (fused +: madeInner))
+        (PlanAssembly.withOutputOf(join, withTtls, chain),
+          unboundedInputs(withTtls) ++ ttlsNotApplied ++ (fused +: madeInner))
       }
     }
 
@@ -161,7 +168,7 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
 
   /**
    * Where some inputs have event times, the state is meant to be bounded: the inputs that no
-   * interval condition bounds, as their rows then stay in state for good.
+   * interval condition bounds and no state TTL limits, as their rows then stay in state for good.
    */
   private def unboundedInputs(collapsed: LogicalPlan): Seq[UnboundedInput] =
     collapsed.collect { case multiJoin: MultiJoin => unboundedInputs(multiJoin) }.flatten
@@ -171,11 +178,12 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
     val times = EventTimeBounds.eventTimeColumns(outputs)
     if (times.exists(_.isDefined)) {
       val conjuncts = Conjunct.all(multiJoin.condition, multiJoin.outerConditions)
-      EventTimeBounds.evictionOffsets(outputs, conjuncts, multiJoin.tree)
-        .zip(multiJoin.children)
-        .zip(times).collect { case ((None, input), time) =>
-          UnboundedInput(multiJoin.operatorId, Input.of(input), time.map(_.name))
-        }
+      val offsets = EventTimeBounds.evictionOffsets(outputs, conjuncts, multiJoin.tree)
+      multiJoin.children.indices.collect {
+        case input if offsets(input).isEmpty && multiJoin.stateTtlsMs(input).isEmpty =>
+          UnboundedInput(multiJoin.operatorId, Input.of(multiJoin.children(input)),
+            times(input).map(_.name))
+      }
     } else {
       Nil
     }

@@ -28,7 +28,7 @@ object Eligibility {
    * The conf is off and the MULTI_JOIN hint names inputs: an input of a chain may fuse where a
    * relation under it is one the hint names.
    *
-   * @param named per named input, the ids of the columns of the relations under its alias
+   * @param named per named input, the ids of the columns of its alias and of the relations under it
    */
   case class ByHint(named: Seq[Set[ExprId]]) extends Eligibility {
     require(named.nonEmpty, "a hint that names no input enables nothing")

@@ -59,6 +59,14 @@ object FusionVerdict {
     override def isWarning: Boolean = true
   }
 
+  /**
+   * A STATE_TTL hint names `input` of the multi-join `operatorId`, which has outer joins and so
+   * takes no TTL.
+   */
+  case class TtlNotAppliedWithOuter(operatorId: Long, input: Input) extends FusionVerdict {
+    override def isWarning: Boolean = true
+  }
+
   // Why every streaming join of the plan runs as Spark planned it.
 
   case object ConfDisabled extends FusionVerdict
@@ -97,7 +105,6 @@ object FusionVerdict {
   /** Why a chain with outer joins is not one [[io.github.sparkmultijoin.analysis.JoinTree]]. */
   sealed trait OuterChainKept extends ChainKept { def inputs: Seq[Input] }
   case class MaxTablesSplitsOuter(inputs: Seq[Input], maxTables: Int) extends OuterChainKept
-  case class StateTtlWithOuter(inputs: Seq[Input]) extends OuterChainKept
   case class OuterAboveFullOuter(inputs: Seq[Input]) extends OuterChainKept
 
   /** The ON clause of `fullOuter` has a conjunct, `condition`, that can hold on nulls. */
@@ -130,6 +137,12 @@ object FusionVerdict {
       }
       s"Input ${show(input)} of a streaming multi-join is unbounded: $why, so its rows are " +
         "kept in state for good."
+    case TtlNotAppliedWithOuter(_, input) =>
+      s"The ${ResolveMultiJoinHint.StateTtlHintName} hint on ${show(input)} does not apply: it " +
+        "is an input of a multi-join with outer joins, which keeps each input's rows exactly as " +
+        "long as its time bounds say. Null-padded rows are decided by the rows of every input; " +
+        "a row a TTL dropped sooner could have a row come out both matched and null-padded, " +
+        "and an emitted row cannot be retracted."
     case ConfDisabled =>
       s"Streaming joins run as Spark planned them: ${MultiJoinConf.ENABLED.key} is false. Set " +
         "it to true to run chains of joins on one key as one StreamingMultiJoin (or name a " +
@@ -190,9 +203,6 @@ object FusionVerdict {
   private def outerProblem(outer: OuterChainKept): String = outer match {
     case MaxTablesSplitsOuter(_, maxTables) =>
       s"${MultiJoinConf.MAX_TABLES.key} = $maxTables would split it"
-    case StateTtlWithOuter(_) =>
-      s"${MultiJoinConf.STATE_TTL.key} is set, and a TTL would drop rows that null-padded rows " +
-        "are decided by; unset it to run outer joins as one multi-join"
     case OuterAboveFullOuter(_) =>
       "an inner join, a filter or a LEFT OUTER join applies above a FULL OUTER join; only " +
         "FULL OUTER joins may follow one"
@@ -209,7 +219,9 @@ object FusionVerdict {
         "that of an input joined before it"
     case OuterInputsUnbounded(_) =>
       "an outer join's null-padded rows come out once the watermark shows a row can no longer " +
-        "match, which needs watermarks and interval conditions bounding every input's event time"
+        "match, which needs watermarks and interval conditions bounding every input's event " +
+        "time (a state TTL cannot stand in for them: null-padded rows would depend on the rows " +
+        "it drops)"
   }
 
   private def show(input: Input): String = input.columns.mkString("[", ", ", "]")

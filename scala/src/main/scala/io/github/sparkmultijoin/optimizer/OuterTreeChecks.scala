@@ -10,9 +10,11 @@ import org.apache.spark.sql.catalyst.expressions.{EqualTo, Expression}
  *
  * Why checks: inner joins always make a tree (all inputs inner), but outer joins only where the
  * multi-join gives the rows Spark's chain gives. Null-padded rows come out once the deciding
- * inputs' rows can join no row to come, so every input must be bounded in event time. The inner
- * joins' conditions may not read an outer input (its nulls would reach them; the outer joins
- * whose padded rows such a condition rejects are inner by now, see [[ChainFlattening]]). And
+ * inputs' rows can join no row to come, so every input must be bounded in event time (a state
+ * TTL cannot stand in for a bound: a row it drops may be one a null-padded row depends on, see
+ * [[StateTtls]]). The inner joins' conditions may not read an outer input (its nulls would reach
+ * them; the outer joins whose padded rows such a condition rejects are inner by now, see
+ * [[ChainFlattening]]). And
  * every join must equate the key itself, as the multi-join looks every input's rows up by the
  * shared key: an outer input's ON clause to an input joined before it, the inner joins among the
  * inner inputs. FULL OUTER joins have rules of their own ([[fullOuterProblem]]).
@@ -21,27 +23,21 @@ private[optimizer] object OuterTreeChecks {
 
   /**
    * How `group`, the chain's first key group, is joined, or why one multi-join cannot run it.
-   * `groupSize` is the most inputs a multi-join takes; `stateTtlSet` whether a state TTL is set.
+   * `groupSize` is the most inputs a multi-join takes.
    */
-  def joinTree(
-      chain: Chain,
-      group: KeyGroup,
-      groupSize: Int,
-      stateTtlSet: Boolean): Either[FusionVerdict, JoinTree] =
+  def joinTree(chain: Chain, group: KeyGroup, groupSize: Int): Either[FusionVerdict, JoinTree] =
     if (!chain.hasOuterJoins) Right(JoinTree.inner(groupSize min group.inputs.length))
-    else outerJoinTree(chain, group.keyClasses, groupSize, stateTtlSet)
+    else outerJoinTree(chain, group.keyClasses, groupSize)
 
   /** The [[JoinTree]] of a chain with outer joins, whose key group is every input. */
   private def outerJoinTree(
       chain: Chain,
       keyClasses: Seq[EquivalentKeys.KeyClass],
-      groupSize: Int,
-      stateTtlSet: Boolean): Either[OuterChainKept, JoinTree] = {
+      groupSize: Int): Either[OuterChainKept, JoinTree] = {
     val inputs = chain.inputs.map(Input.of)
     val inner = chain.inputs.indices.filterNot(chain.outerOrder.contains)
     for {
       _ <- Either.cond(groupSize >= inputs.length, (), MaxTablesSplitsOuter(inputs, groupSize))
-      _ <- Either.cond(!stateTtlSet, (), StateTtlWithOuter(inputs))
       _ <- fullOuterProblem(chain, inputs).toLeft(())
       _ <- paddedSideProblem(chain, inputs).toLeft(())
       _ <- innerKeyProblem(chain, inner, keyClasses, inputs).toLeft(())

@@ -116,7 +116,9 @@ private[optimizer] object PlanAssembly {
         .getOrElse(Literal.TrueLiteral)
     }
     val normalizedKeys = keys.map(_.map(SparkInternals.normalizeFloatingNumbers))
-    (MultiJoin(inputs, normalizedKeys, core, tree, onClauses, nextOperatorId.next()), rest)
+    // The inputs' state TTLs are set once the chain is assembled (StateTtls).
+    (MultiJoin(inputs, normalizedKeys, core, tree, onClauses, nextOperatorId.next(),
+      inputs.map(_ => None)), rest)
   }
 
   /**

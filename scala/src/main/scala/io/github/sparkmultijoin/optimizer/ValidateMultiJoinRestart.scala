@@ -68,21 +68,14 @@ object ValidateMultiJoinRestart {
       s"operator id) and the query now plans ${ids(now)}"
     val enabled = MultiJoinConf.enabled(conf)
     val maxTablesNow = MultiJoinConf.maxTables(conf)
-    val ttl = MultiJoinConf.STATE_TTL.key
     lazy val maxTablesBefore = before.flatMap(_._2.maxTables).headOption
     if (before.nonEmpty && now.isEmpty && !enabled) {
       StateStoreErrors.invalidConfigChangedAfterRestart(MultiJoinConf.ENABLED.key, "true", "false")
-    } else if (before.nonEmpty && now.isEmpty && MultiJoinConf.stateTtlMs(conf).isDefined &&
-      before.forall(_._2.storeTimes.contains(false))) {
-      new IllegalStateException(s"This query cannot resume from its checkpoint: $what. $ttl " +
-        "was unset when it was written and is set now, and a chain with outer joins keeps " +
-        s"Spark's joins while it is set. Unset $ttl, or start a new checkpoint.")
     } else if (before.isEmpty && enabled) {
       new IllegalStateException(s"This query cannot resume from its checkpoint: $what. The " +
         s"checkpoint holds the state of Spark's own joins, written while " +
-        s"${MultiJoinConf.ENABLED.key} was false, or while $ttl was set on a chain with outer " +
-        "joins, or by a version of spark-multijoin that did not fuse these joins. Set the " +
-        "setting back for this query, or start a new checkpoint.")
+        s"${MultiJoinConf.ENABLED.key} was false, or by a version of spark-multijoin that did " +
+        "not fuse these joins. Set the setting back for this query, or start a new checkpoint.")
     } else if (maxTablesBefore.exists(_ != maxTablesNow)) {
       StateStoreErrors.invalidConfigChangedAfterRestart(MultiJoinConf.MAX_TABLES.key,
         OperatorProperties.describe(maxTablesBefore.get), OperatorProperties.describe(maxTablesNow))

@@ -6,8 +6,7 @@ import io.github.sparkmultijoin.logical.MultiJoin
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
-import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
+import org.apache.spark.sql.multijoin.SparkInternals
 
 /**
  * Plans a [[MultiJoin]] as a [[StreamingMultiJoinExec]] with its state info filled in, over its
@@ -21,14 +20,14 @@ import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
  */
 case class MultiJoinStrategy(session: SparkSession) extends SparkStrategy {
   override def apply(plan: LogicalPlan): Seq[SparkPlan] = plan match {
-    case multiJoin @ MultiJoin(children, keys, condition, tree, _, operatorId) =>
+    case multiJoin @ MultiJoin(children, keys, condition, tree, _, operatorId, stateTtlsMs) =>
       StreamingMultiJoinExec(
         children.map(_.output),
         keys,
         condition,
         tree,
         multiJoin.outerConditions,
-        MultiJoinConf.stateTtlMs(SQLConf.get),
+        stateTtlsMs,
         SparkInternals.stateInfo(session, operatorId),
         TaggedInputs.plan(keys, children.map(planLater))) :: Nil
     case _ => Nil

@@ -19,9 +19,9 @@ class OperatorPropertiesSuite extends AnyFunSuite {
       maxTables: Option[Int] = Some(3),
       schemas: Seq[StructType] = inputs,
       tree: JoinTree = JoinTree.inner(3),
-      storeTimes: Boolean = false,
+      stateTtlsMs: Seq[Option[Long]] = Seq(None, None, None),
       layout: StateLayout = StateLayout.ColumnFamilies) =
-    OperatorProperties.planned(layout, maxTables, schemas, tree, storeTimes)
+    OperatorProperties.planned(layout, maxTables, schemas, tree, stateTtlsMs)
 
   /** The properties as the checkpoint records them, restarted with `current`: the error. */
   private def restart(recorded: OperatorProperties, current: OperatorProperties): Throwable =
@@ -29,24 +29,64 @@ class OperatorPropertiesSuite extends AnyFunSuite {
 
   test("the properties read back as written, unset max-tables included") {
     for (properties <- Seq(planned(), planned(maxTables = None, tree = leftOuter),
-        planned(storeTimes = true))) {
+        planned(stateTtlsMs = Seq(Some(86400000L), None, Some(1500L))))) {
       assert(OperatorProperties.fromJson(properties.json) == properties)
     }
     assert(planned(maxTables = None, tree = leftOuter).json.contains(
       """"maxTables":null,"inputSchemas":[{"type":"struct","fields":[{"name":"k""""))
     assert(planned(tree = leftOuter).json.endsWith(
       """"joinTree":{"parents":[null,null,1],"outerOrder":[2],"fullOuter":[]},""" +
-        """"storeTimes":false}"""))
+        s""""stateTtlsMs":[null,null,null],"sparkVersion":"${org.apache.spark.SPARK_VERSION}"}"""))
+    assert(planned(stateTtlsMs = Seq(Some(86400000L), None, None)).json.contains(
+      """"stateTtlsMs":[86400000,null,null]"""))
   }
 
-  test("a state TTL set or unset since the checkpoint was written is named, with the fix") {
-    assert(restart(planned(), planned(storeTimes = true)).getMessage.contains(
-      "multi-join.state-ttl was unset when it was written and is set now"))
-    assert(restart(planned(storeTimes = true), planned()).getMessage.contains(
-      "Set it again (any duration serves), or start a new checkpoint."))
+  test("an input's state TTL added or removed since the checkpoint was written is refused") {
+    val day = Some(86400000L)
+    val added = restart(planned(), planned(stateTtlsMs = Seq(None, day, None)))
+    assert(added.getMessage == "The multi-join (stateful operator 7) cannot resume from this " +
+      "checkpoint: input 1 had no state TTL when it was written and has a state TTL of 1d " +
+      "now. A TTL needs the time each row of its input was stored, which the state keeps only " +
+      "for the inputs that had a TTL when it was written. Give each input a TTL again where it " +
+      "had one and none where it had none (multi-join.state-ttl, or a STATE_TTL hint; any " +
+      "duration serves), or start a new checkpoint.")
+    assert(restart(planned(stateTtlsMs = Seq(day, day, None)),
+      planned(stateTtlsMs =
+        Seq(day, None, None))).getMessage.contains("input 1 had a state TTL of 1d when it was " +
+      "written and has no state TTL now"))
+    // A changed duration restarts.
+    OperatorProperties.fromJson(planned(stateTtlsMs = Seq(day, None, None)).json)
+      .checkRestart(planned(stateTtlsMs = Seq(Some(1000L), None, None)), 7L)
     // Written before the TTL existed: nothing recorded, nothing compared.
-    OperatorProperties.fromJson(planned().json.replace(""","storeTimes":false""", ""))
-      .checkRestart(planned(storeTimes = true), 7L)
+    OperatorProperties.fromJson(planned().json.replace(""","stateTtlsMs":[null,null,null]""",
+      "")).checkRestart(planned(stateTtlsMs = Seq(day, day, day)), 7L)
+  }
+
+  test("a checkpoint that recorded only whether a TTL was set reads as every input's") {
+    def legacy(set: Boolean) = OperatorProperties.fromJson(planned().json.replace(
+      """"stateTtlsMs":[null,null,null]""", s""""storeTimes":$set"""))
+    val day = Some(86400000L)
+    legacy(set = true).checkRestart(planned(stateTtlsMs = Seq(day, day, day)), 7L)
+    legacy(set = false).checkRestart(planned(), 7L)
+    val error = intercept[IllegalStateException](
+      legacy(set = true).checkRestart(planned(stateTtlsMs = Seq(day, None, day)), 7L))
+    assert(error.getMessage.contains("input 1 had a state TTL when it was written and has no " +
+      "state TTL now"))
+  }
+
+  test("state written by a newer Spark line is refused, by the same or an older line not") {
+    def writtenBy(version: String) = planned().copy(sparkVersion = Some(version))
+    val refused = restart(writtenBy("4.3.0"), writtenBy("4.1.1")).getMessage
+    assert(refused.contains("it was written by Spark 4.3.0, and this is Spark 4.1.1, an older " +
+      "line") && refused.contains("run the query on Spark 4.3 or newer, or start a new checkpoint"))
+    assert(restart(writtenBy("10.0.0"), writtenBy("4.10.0")).getMessage.contains("Spark 10.0"))
+    for ((before, now) <- Seq("4.1.4" -> "4.1.0", "4.1.1" -> "4.3.0", "4.2.1" -> "4.10.0")) {
+      OperatorProperties.fromJson(writtenBy(before).json).checkRestart(writtenBy(now), 7L)
+    }
+    // Written before the version was recorded: not compared.
+    OperatorProperties.fromJson(planned().copy(sparkVersion = None).json)
+      .checkRestart(writtenBy("4.1.0"), 7L)
+    assert(planned().sparkVersion.contains(org.apache.spark.SPARK_VERSION))
   }
 
   test("a checkpoint of an earlier version, without the properties, restarts") {

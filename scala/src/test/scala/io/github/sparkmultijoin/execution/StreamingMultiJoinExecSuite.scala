@@ -10,8 +10,6 @@ import io.github.sparkmultijoin.StreamingSteps.canonical
 
 import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.functions.{col, expr}
-import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.multijoin.MultiJoinConf
 
 /**
  * When the operator emits rows and what it keeps, micro-batch by micro-batch, in the style of
@@ -191,39 +189,6 @@ class StreamingMultiJoinExecSuite extends MultiJoinSuiteBase {
         Seq(Some(1), Some(1), Some(1)), Seq(Some(3), Some(3), None),
         Seq(Some(9), Some(9), Some(9))))
     }
-  }
-
-  test("with a state TTL, a row stored longer ago than it joins nothing and leaves the state") {
-    // Inner joins without time bounds, TTL 3 s. Step 1 stores a and b under key 1. After 4 s,
-    // step 2's c row finds them expired (dropped before it joins): no output, only c is left.
-    // Step 3 comes at once, and its a and b rows join c, stored within the TTL. In RocksDB
-    // (multi-join state layout 3), then in Spark's in-memory store (layout 4).
-    val names = columns(3, "k", "v")
-    def build(frames: Seq[DataFrame]) = frames(0)
-      .join(frames(1), col("k0") === col("k1")).join(frames(2), col("k2") === col("k0"))
-    for (provider <- Seq(MultiJoinSuiteBase.RocksDbProvider, MultiJoinSuiteBase.InMemoryProvider))
-      withTempDir { dir =>
-        val inputs = new SteppedInputs[Keyed](spark, names)
-        withConf(MultiJoinConf.STATE_TTL.key -> "3s",
-          SQLConf.STATE_STORE_PROVIDER_CLASS.key -> provider) {
-          withSteps(build(inputs.streaming), dir, enabled = true) { run =>
-            inputs.add(0, (Some(1), 1))
-            inputs.add(1, (Some(1), 1))
-            assert(run.process().isEmpty)
-            assert(run.stateRows("multiJoin") == Seq(2L))
-            Thread.sleep(4000)
-            inputs.add(2, (Some(1), 2))
-            assert(run.process().isEmpty, "the rows of step 1 expired before c arrived")
-            assert(run.stateRows("multiJoin") == Seq(1L))
-            val expired = MultiJoinMetrics.NUM_ROWS_EXPIRED_BY_TTL.name
-            assert(run.stateMetric("multiJoin", expired) == Seq(2L))
-            inputs.add(0, (Some(1), 3))
-            inputs.add(1, (Some(1), 3))
-            assert(canonical(run.process()) == List("[1,3,1,3,1,2]"))
-            assert(run.stateRows("multiJoin") == Seq(3L))
-          }
-        }
-      }
   }
 
   test("a UTF8_LCASE key joins rows whose keys differ in case only, as the batch query does") {

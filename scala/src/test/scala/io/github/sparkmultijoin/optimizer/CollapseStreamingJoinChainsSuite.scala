@@ -2,7 +2,7 @@ package io.github.sparkmultijoin.optimizer
 
 import java.sql.Timestamp
 
-import io.github.sparkmultijoin.MultiJoinSuiteBase
+import io.github.sparkmultijoin.{LogCapture, MultiJoinSuiteBase}
 import io.github.sparkmultijoin.logical.{MultiJoin, MultiJoinHint}
 
 import org.apache.spark.sql.{DataFrame, Encoder}
@@ -292,7 +292,13 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
     val Seq(a, b, c) = timed(3)
     val unbounded = a.join(b, onKeys(1, 0), "left_outer")
       .join(c, onKeys(2, 0) && within(2, 0, 10), "left_outer")
-    assertKeptAsPlanned(unbounded, "bounding every input's event time")
+    assertKeptAsPlanned(unbounded,
+      "bounding every input's event time (a state TTL cannot " +
+        "stand in for them")
+    // A TTL on the unbounded input changes nothing: null-padded rows would depend on its rows.
+    withConf(MultiJoinConf.STATE_TTL.key -> "1h") {
+      assertKeptAsPlanned(unbounded.hint("STATE_TTL", "b", "1h"), "bounding every input's")
+    }
 
     // b's key is equated to the others' only by c's ON clause: b itself matches any key.
     val keyOnlyLater = a.join(b, within(1, 0, 10), "left_outer")
@@ -303,13 +309,6 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
     val innerKeyThroughOuter = a.join(c, within(2, 0, 10))
       .join(b, onKeys(1, 0) && onKeys(1, 2) && within(1, 0, 10), "left_outer")
     assertKeptAsPlanned(innerKeyThroughOuter, "among the inner inputs themselves")
-
-    // A state TTL would drop rows that null-padding is decided by.
-    val bounded = a.join(b, onKeys(1, 0) && within(1, 0, 10), "left_outer")
-      .join(c, onKeys(2, 0) && within(2, 0, 10))
-    withConf(MultiJoinConf.STATE_TTL.key -> "1h") {
-      assertKeptAsPlanned(bounded, "multi-join.state-ttl is set")
-    }
 
     // A condition after an outer join that accepts its padded rows.
     val readsPadded = a.join(b, onKeys(1, 0) && within(1, 0, 10), "left_outer")
@@ -411,5 +410,89 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
         assert(optimized(frame, enabled = false).collect { case h: MultiJoinHint => h }.isEmpty)
     }
     assert(batchChain.hint("MULTI_JOIN", "x").collect().length == 1)
+  }
+
+  test("a state TTL never takes fusion away from an outer chain, and applies to none of it") {
+    val Seq(a, b, c) = timed(3)
+    // A LEFT OUTER star whose second join sees two event times: Spark's chain fails on it.
+    val star = a.join(b, onKeys(1, 0) && within(1, 0, 10), "left_outer")
+      .join(c, onKeys(2, 0) && within(2, 0, 10), "left_outer")
+    // c's event time is bounded by nothing: without a TTL, every input is warned of.
+    val inner = a.join(b, onKeys(1, 0) && within(1, 0, 10)).join(c, onKeys(2, 0))
+    assert(notes(inner).count(_.contains("is unbounded")) == 3, notes(inner))
+    withConf(MultiJoinConf.STATE_TTL.key -> "1 day") {
+      assert(multiJoins(star).map(_.stateTtlsMs) == Seq(Seq(None, None, None)))
+      assert(multiJoins(inner).map(_.stateTtlsMs) == Seq(Seq.fill(3)(Some(86400000L))),
+        "with inner joins only, every input takes it, bounded by time or not")
+      assert(!notes(inner).exists(_.contains("is unbounded")), "the TTL bounds them")
+    }
+  }
+
+  test("the STATE_TTL hint gives the inputs it names their TTL; the others take the session's") {
+    val Seq(a, b, c) = keyed(3).zip(Seq("a", "b", "c")).map { case (f, n) => f.alias(n) }
+    val frame = chain(Seq(a, b, c))
+    def ttls(frame: DataFrame) = multiJoins(frame).map(_.stateTtlsMs)
+    val (day, halfDay, halfHour) = (Some(86400000L), Some(43200000L), Some(1800000L))
+    assert(ttls(frame) == Seq(Seq(None, None, None)))
+    assert(ttls(frame.hint("STATE_TTL", "a", "1 day")) == Seq(Seq(day, None, None)))
+    withConf(MultiJoinConf.STATE_TTL.key -> "30m") {
+      assert(ttls(frame.hint("STATE_TTL", "b", "1d")) == Seq(Seq(halfHour, day, halfHour)))
+    }
+    // From SQL: several hints, or several pairs in one; the shortest where two name an input.
+    Seq("a" -> a, "b" -> b, "c" -> c).foreach { case (name, f) => f.createOrReplaceTempView(name) }
+    val joins = "* FROM a JOIN b ON a.k0 = b.k1 JOIN c ON c.k2 = a.k0"
+    assert(ttls(spark.sql(s"SELECT /*+ STATE_TTL(a, '1 day'), STATE_TTL(c, '12 hours') */ " +
+      joins)) == Seq(Seq(day, None, halfDay)))
+    assert(ttls(spark.sql(s"SELECT /*+ STATE_TTL(a, '1d', c, '30 minutes', a, '12h') */ " +
+      joins)) == Seq(Seq(halfDay, None, halfHour)))
+    // The hint alone fuses nothing while the conf is off.
+    assert(optimized(frame.hint("STATE_TTL", "a", "1d"), enabled = false)
+      .collect { case multiJoin: MultiJoin => multiJoin }.isEmpty)
+    val badDuration = intercept[IllegalArgumentException](frame.hint("STATE_TTL", "a", "soon"))
+    assert(badDuration.getMessage == "Hint STATE_TTL(a, soon): 'soon' is not a positive " +
+      "duration such as '1 day', '90 minutes' or '10 seconds' (as withWatermark takes them), " +
+      "or '1d', '30m', '10s'. Write STATE_TTL(input, 'duration'), for example STATE_TTL(o, " +
+      "'1 day'), or several pairs: STATE_TTL(o, '1 day', p, '12 hours').")
+    assert(intercept[IllegalArgumentException](frame.hint("STATE_TTL", "a")).getMessage
+      .contains("it takes pairs of an input's name and a duration."))
+  }
+
+  test("a STATE_TTL hint on an input of an outer chain is warned of, and the chain fuses") {
+    val Seq(a, b, c) = timed(3).zip(Seq("a", "b", "c")).map { case (f, n) => f.alias(n) }
+    val star = a.join(b, onKeys(1, 0) && within(1, 0, 10), "left_outer")
+      .join(c, onKeys(2, 0) && within(2, 0, 10), "left_outer").hint("STATE_TTL", "b", "1h")
+    // The rule logs each verdict once, this one first here: the hint names no other input.
+    val warned = LogCapture.of(CollapseStreamingJoinChains.getClass) {
+      assert(multiJoins(star).map(_.stateTtlsMs) == Seq(Seq(None, None, None)))
+    }.filter(_.startsWith("WARN ")).map(_.stripPrefix("WARN "))
+    assert(
+      warned == Seq("The STATE_TTL hint on [k1, v1, t1] does not apply: it is an input of " +
+        "a multi-join with outer joins, which keeps each input's rows exactly as long as its " +
+        "time bounds say. Null-padded rows are decided by the rows of every input; a row a TTL " +
+        "dropped sooner could have a row come out both matched and null-padded, and an emitted " +
+        "row cannot be retracted."), warned)
+  }
+
+  test("a STATE_TTL hint naming no input of the query is a WARNING naming it") {
+    val Seq(a, b, c) = keyed(3).zip(Seq("a", "b", "c")).map { case (f, n) => f.alias(n) }
+    val logged = LogCapture.of(ResolveMultiJoinHint.getClass) {
+      assert(multiJoins(chain(Seq(a, b, c)).hint("STATE_TTL", "a", "1h", "nowhere", "2h"))
+        .map(_.stateTtlsMs) == Seq(Seq(Some(3600000L), None, None)))
+    }
+    assert(
+      logged.exists(line =>
+        line.startsWith("WARN Hint STATE_TTL(nowhere): no input of " +
+          "the query is named nowhere, so the hint does not apply to it.")), logged)
+    assert(!logged.exists(_.contains("STATE_TTL(a)")), logged)
+  }
+
+  test("EXPLAIN shows each input's state TTL") {
+    val Seq(a, b, c) = keyed(3).zip(Seq("a", "b", "c")).map { case (f, n) => f.alias(n) }
+    val frame = chain(Seq(a, b, c)).hint("STATE_TTL", "a", "90 minutes")
+    val explained = new java.io.ByteArrayOutputStream
+    withMultiJoin(enabled = true)(Console.withOut(explained)(frame.explain()))
+    val line = explained.toString.linesIterator.find(_.contains("StreamingMultiJoin")).get
+    assert(line.matches(".*input0 key=\\[[^\\]]*\\] ttl=90m, input1 key=.*"), line)
+    assert(line.split(" ttl=").length == 2, s"one input has a TTL: $line")
   }
 }

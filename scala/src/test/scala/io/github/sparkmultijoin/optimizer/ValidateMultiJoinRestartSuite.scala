@@ -16,10 +16,9 @@ class ValidateMultiJoinRestartSuite extends AnyFunSuite {
 
   private val first = CollapseStreamingJoinChains.FirstOperatorId
 
-  private def recorded(maxTables: Option[Int] = None, storeTimes: Boolean = false) =
+  private def recorded(maxTables: Option[Int] = None) =
     OperatorProperties.planned(StateLayout.ColumnFamilies, maxTables,
-      Seq.fill(3)(StructType.fromDDL("k INT")),
-      JoinTree.inner(3), storeTimes)
+      Seq.fill(3)(StructType.fromDDL("k INT")), JoinTree.inner(3), Seq.fill(3)(None))
 
   private def conf(settings: (String, String)*): SQLConf = {
     val conf = new SQLConf
@@ -54,8 +53,8 @@ class ValidateMultiJoinRestartSuite extends AnyFunSuite {
     val said = refusal(Nil, Seq(first))
     assert(
       said.contains("the checkpoint has the multi-joins none") &&
-        said.contains(s"now plans $first") && said.contains("multi-join.enabled was false") &&
-        said.contains("multi-join.state-ttl was set"), said)
+        said.contains(s"now plans $first") && said.contains("multi-join.enabled was false"),
+      said)
   }
 
   test("max-tables changing the operators names it with its old value") {
@@ -64,12 +63,6 @@ class ValidateMultiJoinRestartSuite extends AnyFunSuite {
     assert(said.contains("Cannot change multi-join.max-tables from 3 to 4"), said)
     assert(refusal(Seq(first -> recorded(None)), Seq(first, first + 1),
       MultiJoinConf.MAX_TABLES.key -> "3").contains("from (unset) to 3"))
-  }
-
-  test("a state TTL set on a chain with outer joins, which then keeps Spark's joins, is named") {
-    val said = refusal(Seq(first -> recorded()), Nil, MultiJoinConf.STATE_TTL.key -> "1h")
-    assert(said.contains("multi-join.state-ttl was unset when it was written and is set now"),
-      said)
   }
 
   test("other changes of the joins say so, without blaming a setting") {

@@ -7,6 +7,7 @@ import scala.jdk.CollectionConverters._
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, NoPrefixKeyStateEncoderSpec, RangeKeyScanStateEncoderSpec, StateStore, StateStoreColFamilySchema}
+import org.apache.spark.sql.multijoin.SparkInternals
 import org.apache.spark.sql.types.{BooleanType, DataType, IntegerType, LongType, StructField, StructType}
 
 /**
@@ -17,8 +18,9 @@ import org.apache.spark.sql.types.{BooleanType, DataType, IntegerType, LongType,
  *  - `input<i>ByTime`, for an input with an event time: key = the event time (micros), then the
  *    row's id ([[StoredRow.idSchema]]); value = a placeholder. Its keys are ordered by time, so
  *    eviction reads exactly the rows it removes and stops at the first one it keeps.
- *  - `input<i>ByStoreTime`, only with a state TTL: key = the start time (ms) of the batch that
- *    stored the row, then the row's id. Expiry reads exactly the rows it removes.
+ *  - `input<i>ByStoreTime`, only for an input with a state TTL: key = the start time (ms) of the
+ *    batch that stored the row, then the row's id. Expiry reads exactly the rows it removes, and
+ *    the earliest is its first key.
  *  - `rowCounts`: per input, how many rows it has stored, so that they are reported without a
  *    scan.
  * Removing rows rewrites each key's values once, with the rows kept. Stores of layouts 1 and 2
@@ -56,7 +58,7 @@ private[sparkmultijoin] object ColumnFamiliesLayout extends MultiJoinStateLayout
     val times = shape.timeOrdinals.zipWithIndex.collect {
       case (Some(_), input) => timeIndex(timeFamily(input))
     }
-    val storeTimes = shape.inputSchemas.indices.filter(_ => shape.storeTimes)
+    val storeTimes = shape.inputSchemas.indices.filter(shape.storeTimes)
       .map(input => timeIndex(storeTimeFamily(input)))
     val counts = family(RowCountsFamily, new StructType().add("input", IntegerType),
       new StructType().add("rows", LongType), NoPrefixKeyStateEncoderSpec(_))
@@ -81,9 +83,9 @@ private[sparkmultijoin] object ColumnFamiliesLayout extends MultiJoinStateLayout
       families: Map[String, StateStoreColFamilySchema],
       input: Int,
       numFields: Int): Iterator[(InternalRow, Long)] =
-    if (store.allColumnFamilyNames.contains(RowsFamily)) {
+    if (SparkInternals.hasColumnFamily(store, RowsFamily)) {
       registerRecorded(store, families, RowsFamily, multipleValues = true)
-      StoredRow.rowsOf(store.iteratorWithMultiValues(RowsFamily).map(_.value), input, numFields)
+      StoredRow.rowsOf(SparkInternals.everyValue(store, RowsFamily), input, numFields)
     } else {
       Layout2Migration.readRows(store, families, input)
     }
@@ -155,13 +157,14 @@ private class ColumnFamiliesPartition(
   /** Enters a stored row in its input's time index and, with a TTL, its store-time index. */
   private def index(key: UnsafeRow, value: UnsafeRow): Unit = {
     val input = value.getInt(InputOrdinal)
-    if (shape.timeOrdinals(input).isDefined || storeTimeMs.isDefined) {
+    if (shape.timeOrdinals(input).isDefined || shape.storeTimes(input)) {
       val rowId = rowIdOf(key, value.getLong(BatchIdOrdinal), value.getLong(RowIndexOrdinal))
       if (shape.timeOrdinals(input).isDefined) {
         store.put(timeIndexKey(shape.eventTime(value), rowId), placeholder, timeFamilies(input))
       }
-      storeTimeMs.foreach(time =>
-        store.put(timeIndexKey(time, rowId), placeholder, storeTimeFamily(input)))
+      if (shape.storeTimes(input)) {
+        store.put(timeIndexKey(storeTimeMs.get, rowId), placeholder, storeTimeFamily(input))
+      }
     }
   }
 
@@ -219,6 +222,16 @@ private class ColumnFamiliesPartition(
     }
     shape.perInput(expired.iterator.map(_._2))
   }
+
+  override def earliestStoreTimes: Map[Int, Long] =
+    shape.inputSchemas.indices.filter(shape.storeTimes).flatMap { input =>
+      val entries = store.iterator(storeTimeFamily(input))
+      try {
+        entries.map(_.key.getLong(0)).take(1).toSeq.map(input -> _)
+      } finally {
+        entries.close()
+      }
+    }.toMap
 
   /**
    * Removes the rows with ids `rowIds` from `rows`, rewriting each key's values once with the

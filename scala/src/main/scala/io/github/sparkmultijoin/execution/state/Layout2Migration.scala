@@ -2,6 +2,7 @@ package io.github.sparkmultijoin.execution.state
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.execution.streaming.state.{PrefixKeyScanStateEncoderSpec, StateStore, StateStoreColFamilySchema}
+import org.apache.spark.sql.multijoin.SparkInternals
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -21,27 +22,28 @@ private[sparkmultijoin] object Layout2Migration {
    * drops the families that held them. A store without them has nothing to move.
    */
   def moveRows(store: StateStore, shape: StateShape): Unit = {
-    val families = store.allColumnFamilyNames
     val idSchema = StoredRow.idSchema(shape.keySchema)
     lazy val joinKeyOfId = StoredRow.boundProjection(shape.keySchema, 0)
     lazy val encoder = new StoredRowEncoder(storeTimeMs = None)
     val (batchIdOrdinal, rowIndexOrdinal) = (shape.keySchema.length, shape.keySchema.length + 1)
-    shape.inputSchemas.indices.filter(input => families(rowFamily(input))).foreach { input =>
-      val family = rowFamily(input)
-      store.createColFamilyIfAbsent(family, idSchema, shape.inputSchemas(input),
-        PrefixKeyScanStateEncoderSpec(idSchema, shape.keySchema.length))
-      val entries = store.iterator(family)
-      try {
-        entries.foreach { pair =>
-          store.merge(joinKeyOfId(pair.key),
-            encoder(input, pair.key.getLong(batchIdOrdinal),
-              pair.key.getLong(rowIndexOrdinal), pair.value), ColumnFamiliesLayout.RowsFamily)
+    shape.inputSchemas.indices.filter(input =>
+      SparkInternals.hasColumnFamily(store, rowFamily(input)))
+      .foreach { input =>
+        val family = rowFamily(input)
+        store.createColFamilyIfAbsent(family, idSchema, shape.inputSchemas(input),
+          PrefixKeyScanStateEncoderSpec(idSchema, shape.keySchema.length))
+        val entries = store.iterator(family)
+        try {
+          entries.foreach { pair =>
+            store.merge(joinKeyOfId(pair.key),
+              encoder(input, pair.key.getLong(batchIdOrdinal),
+                pair.key.getLong(rowIndexOrdinal), pair.value), ColumnFamiliesLayout.RowsFamily)
+          }
+        } finally {
+          entries.close()
         }
-      } finally {
-        entries.close()
+        store.removeColFamilyIfExists(family)
       }
-      store.removeColFamilyIfExists(family)
-    }
   }
 
   /**
@@ -52,7 +54,7 @@ private[sparkmultijoin] object Layout2Migration {
       store: StateStore,
       families: Map[String, StateStoreColFamilySchema],
       input: Int): Iterator[(InternalRow, Long)] =
-    if (store.allColumnFamilyNames.contains(rowFamily(input))) {
+    if (SparkInternals.hasColumnFamily(store, rowFamily(input))) {
       val family = ColumnFamiliesLayout.registerRecorded(store, families, rowFamily(input),
         multipleValues = false)
       // The row's id: the join key's columns, then batchId and rowIndex.

@@ -27,7 +27,7 @@ private[sparkmultijoin] trait MultiJoinStateLayout extends Serializable {
 
   /**
    * A partition's store, opened as [[storeSchemas]] says, for one micro-batch whose rows are
-   * stored at `storeTimeMs` (with a state TTL).
+   * stored at `storeTimeMs` (with a state TTL: the rows of the inputs `shape.storeTimes` marks).
    */
   def open(store: StateStore, shape: StateShape, storeTimeMs: Option[Long]): LayoutPartition
 
@@ -79,17 +79,22 @@ case class StoreSchemas(keySchema: StructType, valueSchema: StructType, useColum
  * @param keySchema    the join key's schema, the same for all inputs
  * @param inputSchemas the schema of each input's rows
  * @param timeOrdinals per input, the ordinal of its event time in its rows, if it has one
- * @param storeTimes   whether rows keep the time they were stored (a state TTL)
+ * @param storeTimes   per input, whether its rows keep the time they were stored (a state TTL)
  */
 case class StateShape(
     keySchema: StructType,
     inputSchemas: Seq[StructType],
     timeOrdinals: Seq[Option[Int]],
-    storeTimes: Boolean) {
+    storeTimes: Seq[Boolean]) {
+
+  require(storeTimes.length == inputSchemas.length, "every input says whether it has store times")
 
   private val inputWidths = inputSchemas.map(_.length).toArray
 
   def numInputs: Int = inputSchemas.length
+
+  /** Whether some input's rows keep their store times. */
+  def anyStoreTimes: Boolean = storeTimes.contains(true)
 
   /** The input row that a stored row ([[StoredRow]]) holds. */
   def inputRow(value: UnsafeRow): UnsafeRow =
@@ -143,10 +148,17 @@ private[sparkmultijoin] trait LayoutPartition {
 
   /**
    * Removes, per (input, bound) in `bounds`, the rows of the input stored by a batch that started
-   * at or before the bound (ms; only with store times). Returns how many of each input's rows
-   * were removed.
+   * at or before the bound (ms; only inputs with store times). Returns how many of each input's
+   * rows were removed.
    */
   def expire(bounds: Seq[(Int, Long)]): Array[Long]
+
+  /**
+   * Per input with store times, the earliest time (ms) a row of it still stored was stored at,
+   * as far as this batch knows: after [[expire]] and the batch's [[add]]s. A row since removed
+   * by its event time may still count, which makes it earlier, never later.
+   */
+  def earliestStoreTimes: Map[Int, Long]
 
   /** How many rows of `input` are stored, as last set. */
   def count(input: Int): Long

@@ -39,9 +39,10 @@ import org.apache.spark.sql.types.{DataType, StructField, StructType}
  * @param batchId       the micro-batch being processed
  * @param batchRowsMemoryBytes how much of the batch's rows to keep in memory for reading them,
  *                      and how much to hold before writing them
- * @param storeTimeMs   with a state TTL, the start time of this batch, which its rows are stored
- *                      with; None without one
+ * @param storeTimeMs   with a state TTL, the start time of this batch, which the rows of the
+ *                      inputs in `storeTimesOf` are stored with; None without one
  * @param layout        the multi-join state layout of the store
+ * @param storeTimesOf  the inputs whose rows keep the time they were stored (those with a TTL)
  */
 class MultiJoinStateManager(
     store: StateStore,
@@ -51,13 +52,17 @@ class MultiJoinStateManager(
     batchId: Long,
     batchRowsMemoryBytes: Long,
     storeTimeMs: Option[Long] = None,
-    layout: StateLayout) {
+    layout: StateLayout,
+    storeTimesOf: Set[Int] = Set.empty) {
 
   import MultiJoinStateManager._
   import StoredRow.unsafeRowTag
 
+  require(storeTimeMs.isDefined == storeTimesOf.nonEmpty,
+    "rows keep store times where a batch has a store time, and only there")
+
   private val shape =
-    StateShape(keySchema, inputSchemas, timeOrdinals, storeTimes = storeTimeMs.isDefined)
+    StateShape(keySchema, inputSchemas, timeOrdinals, inputSchemas.indices.map(storeTimesOf))
   private val partition = MultiJoinStateLayout(layout).open(store, shape, storeTimeMs)
   private val numInputs = inputSchemas.length
 
@@ -206,13 +211,25 @@ class MultiJoinStateManager(
   }
 
   /**
-   * Removes the rows stored by a batch that started at or before `storedAtOrBeforeMs` (a state
-   * TTL; only with `storeTimeMs`). Returns how many were removed.
+   * Removes, per (input, bound) in `bounds`, the rows of the input stored by a batch that started
+   * at or before the bound (ms; a state TTL, only for inputs in `storeTimesOf`). Returns how many
+   * were removed.
    */
-  def expire(storedAtOrBeforeMs: Long): Long = {
-    require(storeTimeMs.isDefined, "rows have store times only with a state TTL")
+  def expire(bounds: (Int, Long)*): Long = {
+    bounds.foreach { case (input, _) =>
+      require(storeTimesOf(input), s"input $input keeps no store times to expire by")
+    }
     writeAppendedRows()
-    removed(partition.expire(inputSchemas.indices.map(_ -> storedAtOrBeforeMs)))
+    removed(partition.expire(bounds))
+  }
+
+  /**
+   * Per input in `storeTimesOf` with rows stored, the earliest time (ms) one was stored at, once
+   * this batch's rows are stored and expired; a row since evicted may still count.
+   */
+  def earliestStoreTimes: Map[Int, Long] = {
+    writeAppendedRows()
+    partition.earliestStoreTimes
   }
 
   /** Counts the rows of each input that `perInput` says were removed; how many in all. */

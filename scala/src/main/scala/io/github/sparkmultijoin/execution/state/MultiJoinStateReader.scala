@@ -63,6 +63,9 @@ object MultiJoinStateReader {
     val stateLocation = new Path(checkpoint, "state").toString
     val id = operator.id // the tasks need only the id
     val partitions = 0 until operator.numPartitions
+    // Loading a RocksDB store can report to the session's state store coordinator (Spark 4.1's
+    // does, and fails without one), which a session gets once it runs a streaming query.
+    SparkInternals.stateStoreCoordinator(session)
     val rows = session.sparkContext.parallelize(partitions, partitions.length).mapPartitions {
       _.flatMap { partition =>
         val storeId = StateStoreId(stateLocation, id, partition)

@@ -1,5 +1,7 @@
 package io.github.sparkmultijoin.execution.state
 
+import scala.collection.mutable
+
 import io.github.sparkmultijoin.analysis.StateLayout
 
 import org.apache.spark.sql.catalyst.InternalRow
@@ -12,9 +14,9 @@ import org.apache.spark.sql.types.{ArrayType, IntegerType, LongType, StructField
  * Multi-join state layout 4 (one value per key), for Spark's in-memory state store, which has
  * one keyspace, one value per key and no order ([[storeKeySchema]], [[storeValueSchema]]):
  *  - under (the join key's columns, -1): every input's rows under the join key, as one array of
- *    stored rows ([[StoredRow]]; with a state TTL each keeps its store time, as there is no index
- *    for it). Adding rows rewrites the key's array, which the batch reads anyway to join the rows
- *    it adds.
+ *    stored rows ([[StoredRow]]; with a state TTL on some input each keeps its store time, as
+ *    there is no index for it). Adding rows rewrites the key's array, which the batch reads
+ *    anyway to join the rows it adds.
  *  - under (nulls, the input's index): the input's row count.
  * With nothing ordered, eviction, expiry and finding the rows that became final read every key's
  * rows, as Spark's own joins do on that store.
@@ -39,7 +41,7 @@ private[sparkmultijoin] object OneValuePerKeyLayout extends MultiJoinStateLayout
   override def familySchemas(shape: StateShape): Map[String, StateStoreColFamilySchema] = {
     val key = storeKeySchema(shape.keySchema)
     val family = StateStoreColFamilySchema(StateStore.DEFAULT_COL_FAMILY_NAME, 0, key, 0,
-      storeValueSchema(shape.storeTimes), Some(NoPrefixKeyStateEncoderSpec(key)), None)
+      storeValueSchema(shape.anyStoreTimes), Some(NoPrefixKeyStateEncoderSpec(key)), None)
     Map(family.colFamilyName -> family)
   }
 
@@ -95,9 +97,9 @@ private class OneValuePerKeyPartition(
   private val keyAndSlot = new JoinedRow
   private val storeKey = StoredRow.boundProjection(storeKeySchema(shape.keySchema), 0)
   private val countEntryKey = new GenericInternalRow(numKeyColumns + 1)
-  private val storeValue = UnsafeProjection.create(storeValueSchema(shape.storeTimes))
+  private val storeValue = UnsafeProjection.create(storeValueSchema(shape.anyStoreTimes))
   private val value = new GenericInternalRow(CountOrdinal + 1)
-  private val storedRowWidth = StoredRow.schema(shape.storeTimes).length
+  private val storedRowWidth = StoredRow.schema(shape.anyStoreTimes).length
   private val joinKey = StoredRow.boundProjection(shape.keySchema, 0)
 
   private def rowsKey(key: UnsafeRow): UnsafeRow = {
@@ -113,8 +115,10 @@ private class OneValuePerKeyPartition(
   override def encode(input: Int, batchId: Long, rowIndex: Long, row: UnsafeRow): UnsafeRow =
     encoder(input, batchId, rowIndex, row)
 
-  override def add(key: UnsafeRow, values: Array[UnsafeRow]): Unit =
+  override def add(key: UnsafeRow, values: Array[UnsafeRow]): Unit = {
     replace(key, valuesUnder(key).toArray ++ values)
+    for (time <- storeTimeMs; value <- values) noteStoreTime(value.getInt(InputOrdinal), time)
+  }
 
   override def valuesUnder(key: UnsafeRow): Iterator[UnsafeRow] = {
     val stored = store.get(rowsKey(key))
@@ -145,11 +149,25 @@ private class OneValuePerKeyPartition(
       isNewlyFinal(shape.eventTime(value), value.getLong(BatchIdOrdinal))
     }.map(shape.inputRow).toArray
 
+  // Per input with store times, the earliest store time of the rows this batch kept or added.
+  private val earliest = mutable.HashMap.empty[Int, Long]
+
+  private def noteStoreTime(input: Int, timeMs: Long): Unit =
+    if (shape.storeTimes(input)) earliest(input) = earliest.getOrElse(input, timeMs) min timeMs
+
+  /** Reads every row, so it also notes the earliest store time of those it keeps. */
   override def expire(bounds: Seq[(Int, Long)]): Array[Long] = {
     val byInput = bounds.toMap
-    removeByScan(value =>
-      byInput.get(value.getInt(InputOrdinal)).exists(value.getLong(StoreTimeOrdinal) <= _))
+    earliest.clear()
+    removeByScan { value =>
+      val (input, storedAt) = (value.getInt(InputOrdinal), value.getLong(StoreTimeOrdinal))
+      val due = byInput.get(input).exists(storedAt <= _)
+      if (!due) noteStoreTime(input, storedAt)
+      due
+    }
   }
+
+  override def earliestStoreTimes: Map[Int, Long] = earliest.toMap
 
   /**
    * Removes the stored rows that are `due`: each key's rows are read, and rewritten where some

@@ -1,5 +1,7 @@
 package org.apache.spark.sql.multijoin
 
+import io.github.sparkmultijoin.analysis.StateTtl
+
 import org.apache.spark.internal.config.{ConfigBuilder, ConfigEntry}
 import org.apache.spark.network.util.ByteUnit
 import org.apache.spark.sql.internal.SQLConf
@@ -41,15 +43,17 @@ object MultiJoinConf {
       .createOptional
   }
 
-  val STATE_TTL: ConfigEntry[Option[Long]] = withAlias("multi-join.state-ttl",
+  val STATE_TTL: ConfigEntry[Option[String]] = withAlias("multi-join.state-ttl",
     "How long, in processing time, a multi-join keeps an input row: a row stored by a " +
       "micro-batch that started longer ago than this is dropped at the start of a later one " +
       "and joins nothing after. This changes the answer: rows that would have matched after " +
-      "their TTL no longer do. For inputs that no time bound limits; applies to every input of " +
-      "a multi-join of inner joins (with outer joins, the chain keeps Spark's joins). Unset " +
-      "keeps rows until time bounds evict them, or for good.") {
-    _.timeConf(java.util.concurrent.TimeUnit.MILLISECONDS)
-      .checkValue(_ > 0, "must be a positive duration such as '1h' or '30m'; unset it for no TTL.")
+      "their TTL no longer do. A duration as withWatermark takes it ('1 day', '90 minutes') or " +
+      "as '1d', '30m'. Applies to every input of a multi-join of inner joins that no " +
+      "STATE_TTL hint names; in a multi-join with outer joins, whose inputs are all bounded by " +
+      "time, to none. Unset keeps rows until time bounds evict them, or for good.") {
+    _.stringConf
+      .checkValue(StateTtl.parseMs(_).isRight,
+        s"must be ${StateTtl.Examples}; unset it for no TTL.")
       .createOptional
   }
 
@@ -86,7 +90,11 @@ object MultiJoinConf {
 
   def batchRowsMemory(conf: SQLConf): Long = conf.getConf(BATCH_ROWS_MEMORY)
 
-  def stateTtlMs(conf: SQLConf): Option[Long] = conf.getConf(STATE_TTL)
+  /** The session's state TTL in milliseconds (validated when set). */
+  def stateTtlMs(conf: SQLConf): Option[Long] = conf.getConf(STATE_TTL).map { text =>
+    StateTtl.parseMs(text).fold(
+      problem => throw new IllegalArgumentException(s"${STATE_TTL.key}: $problem"), identity)
+  }
 
   /** The README's configuration table (tests/test_readme.py keeps the README in step with it). */
   def markdownTable: String = {

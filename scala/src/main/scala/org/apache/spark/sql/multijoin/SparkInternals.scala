@@ -5,6 +5,7 @@ import java.util.UUID
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
+import org.apache.spark.SPARK_VERSION
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
@@ -12,7 +13,8 @@ import org.apache.spark.sql.catalyst.analysis.StreamingJoinHelper
 import org.apache.spark.sql.catalyst.expressions.{AttributeSet, Expression}
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.classic
-import org.apache.spark.sql.execution.streaming.checkpointing.{CommitLog, OffsetSeqLog, OffsetSeqMetadata}
+import org.apache.spark.sql.execution.streaming.ProcessingTimeTrigger
+import org.apache.spark.sql.execution.streaming.checkpointing.{CommitLog, OffsetSeqLog}
 import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
 import org.apache.spark.sql.execution.streaming.runtime.{IncrementalExecution, StreamExecution}
 import org.apache.spark.sql.execution.streaming.state.StateStoreCoordinatorRef
@@ -28,8 +30,27 @@ import org.apache.spark.sql.types.{DataType, StructType}
  * state info when planning ends. The micro-batch thread holds the query id as a local property,
  * and the running query is registered in the shared state (not in `session.streams`: the query
  * runs on a cloned session).
+ *
+ * What differs between Spark lines comes from [[SparkLineInternals]], which each line's source
+ * folder (scala/src/main/spark-<line>) defines.
  */
-object SparkInternals {
+object SparkInternals extends SparkLineInternals {
+
+  /**
+   * Fails unless the running Spark is of the line this jar is compiled against. Spark's
+   * internals differ between lines, and a call compiled against another line's fails only when
+   * a query reaches it (NoSuchMethodError in the middle of a micro-batch).
+   */
+  def requireBuiltLine(): Unit = {
+    val running = SPARK_VERSION.split('.').take(2).mkString(".")
+    if (running != BuiltFor.SparkLine) {
+      throw new IllegalStateException(
+        s"This jar of spark-multijoin, spark-multijoin_${BuiltFor.SparkLine}_2.13, is built for " +
+          s"Spark ${BuiltFor.SparkLine}, and this is Spark $SPARK_VERSION: use the jar built for " +
+          s"its line, spark-multijoin_${running}_2.13 (from Python, " +
+          "configure_spark_with_multijoin adds the jar that fits the Spark it starts).")
+    }
+  }
 
   /**
    * The state info of stateful operator `operatorId` in the micro-batch being planned on this
@@ -125,6 +146,17 @@ object SparkInternals {
     currentExecution(session).map(_.offsetSeqMetadata.batchTimestampMs)
 
   /**
+   * Under a processing-time trigger, the start time that the micro-batch being constructed on
+   * this thread records in the offset log: Spark sets it before it asks the stateful operators
+   * whether to run a micro-batch without data. None under other triggers (availableNow, once,
+   * real time) or outside a running query.
+   */
+  def processingTimeBatchStartMs(session: SparkSession): Option[Long] =
+    runningQuery(session).filter(_.trigger.isInstanceOf[ProcessingTimeTrigger])
+      .flatMap(query => Option(query.getLatestExecutionContext()))
+      .map(_.offsetSeqMetadata.batchTimestampMs)
+
+  /**
    * Where the query running on this thread keeps its state, and the micro-batch before the one
    * being planned, on the first micro-batch of a restart (when Spark checks the plan's stateful
    * operators against the checkpoint's); None otherwise.
@@ -149,8 +181,8 @@ object SparkInternals {
    */
   def sessionConfOfBatch(session: SparkSession, checkpoint: Path, batch: Long): SQLConf = {
     val conf = classicSession(session).sessionState.conf.clone()
-    new OffsetSeqLog(session, new Path(checkpoint, "offsets").toString).get(batch)
-      .flatMap(_.metadataOpt).foreach(OffsetSeqMetadata.setSessionConf(_, conf))
+    setConfsOfBatch(new OffsetSeqLog(session, new Path(checkpoint, "offsets").toString), batch,
+      conf)
     conf
   }
 

@@ -15,6 +15,7 @@ import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec, StateStore, StateStoreConf, StateStoreId, StateStoreProvider, StateStoreProviderId}
 import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.multijoin.SparkInternals
 import org.apache.spark.sql.types.{IntegerType, LongType, StructType}
 
 /**
@@ -33,7 +34,7 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
   private val inputSchemas = Seq(timedSchema, timedSchema, untimedSchema)
   private val timeOrdinals = Seq(Some(2), Some(2), None)
   private val numInputs = inputSchemas.length
-  private val shape = StateShape(keySchema, inputSchemas, timeOrdinals, storeTimes = false)
+  private val shape = StateShape(keySchema, inputSchemas, timeOrdinals, Seq.fill(3)(false))
 
   private val keyProjection = UnsafeProjection.create(keySchema)
   private val rowProjections = inputSchemas.map(schema => UnsafeProjection.create(schema))
@@ -578,8 +579,8 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
       store.commit()
 
       inBatchWithStore(provider, 1) { (state, store) =>
-        assert(!store.allColumnFamilyNames.exists(_.matches("input[0-9]+")),
-          "the layout 2 families are dropped")
+        assert(!inputSchemas.indices.map(Layout2Migration.rowFamily)
+            .exists(SparkInternals.hasColumnFamily(store, _)), "the layout 2 families are dropped")
         assert(state.rowCounts == Seq(3L, 1L, 0L))
         assert(rowPositions(state, store, 0, 1) == Map(1 -> ((0L, 0L)), 3 -> ((0L, 3L))))
         assert(earlierAndAdded(rowsOf(state, 1, 1)) == ((Seq(4), Nil)))
@@ -601,30 +602,39 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
     }
   }
 
-  test("a state TTL removes the rows stored before its bound, with their time index entries") {
+  test("a state TTL removes its inputs' rows stored before their bounds, and their index entries") {
+    // Inputs 0 and 2 have a TTL, input 1 none.
     def test(provider: StateStoreProvider): Unit = {
       def ttlManager(store: StateStore, batch: Long, storedAtMs: Long) = new MultiJoinStateManager(
         store, keySchema, inputSchemas, timeOrdinals, batch, Long.MaxValue, Some(storedAtMs),
-        if (isInMemory(store)) StateLayout.OneValuePerKey else StateLayout.ColumnFamilies)
+        if (isInMemory(store)) StateLayout.OneValuePerKey else StateLayout.ColumnFamilies,
+        storeTimesOf = Set(0, 2))
       val first = provider.getStore(0)
       val batch0 = ttlManager(first, 0, storedAtMs = 1000)
       append(batch0, 0, 1, 1, 10)
+      append(batch0, 0, 2, 5, 15)
       append(batch0, 2, 1, 2)
       append(batch0, 1, 2, 3, 20)
+      assert(batch0.earliestStoreTimes == Map(0 -> 1000L, 2 -> 1000L))
       batch0.commit()
       val second = provider.getStore(1)
       val batch1 = ttlManager(second, 1, storedAtMs = 5000)
       try {
         append(batch1, 0, 1, 4, 30)
-        // Input 1's row is evicted by its event time first: it leaves its store-time entry.
-        assert(batch1.evict(1 -> 20L) == 1)
-        assert(batch1.expire(storedAtOrBeforeMs = 1000) == 2, "rows 1 and 2, not 3 again")
-        assert(batch1.rowCounts == Seq(1L, 0L, 0L))
+        // Row 1 is evicted by its event time first: it leaves its store-time entry.
+        assert(batch1.evict(0 -> 12L) == 1)
+        assert(batch1.expire(0 -> 999L, 2 -> 999L) == 0)
+        assert(batch1.earliestStoreTimes == Map(0 -> 1000L, 2 -> 1000L), "rows 5 and 2")
+        assert(batch1.expire(0 -> 1000L, 2 -> 1000L) == 2, "rows 5 and 2, not 1 again")
+        assert(batch1.rowCounts == Seq(1L, 1L, 0L), "input 1, without a TTL, keeps row 3")
         assert(valuesUnder(batch1, 0, 1) == Seq(4) && valuesUnder(batch1, 2, 1).isEmpty)
         if (!isInMemory(second)) {
-          assert(timeIndex(second, 0) == Seq(30L), "row 1's time index entry went with it")
+          assert(timeIndex(second, 0) == Seq(30L), "rows 1 and 5 left input 0's time index")
         }
-        assert(batch1.expire(storedAtOrBeforeMs = 4999) == 0)
+        assert(batch1.expire(0 -> 4999L, 2 -> 4999L) == 0)
+        assert(batch1.earliestStoreTimes == Map(0 -> 5000L))
+        assert(intercept[IllegalArgumentException](batch1.expire(1 -> 5000L)).getMessage
+          .contains("input 1 keeps no store times"))
         batch1.commit()
       } finally {
         batch1.abortIfNotCommitted()
@@ -633,9 +643,11 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
       val third = provider.getStore(2)
       val batch2 = ttlManager(third, 2, storedAtMs = 9000)
       try {
-        assert(batch2.expire(storedAtOrBeforeMs = 4999) == 0)
-        assert(batch2.expire(storedAtOrBeforeMs = 5000) == 1, "row 4, stored at 5000")
-        assert(batch2.rowCounts == Seq(0L, 0L, 0L) && valuesUnder(batch2, 0, 1).isEmpty)
+        assert(batch2.expire(0 -> 4999L, 2 -> 4999L) == 0)
+        assert(batch2.earliestStoreTimes == Map(0 -> 5000L))
+        assert(batch2.expire(0 -> 5000L, 2 -> 5000L) == 1, "row 4, stored at 5000")
+        assert(batch2.rowCounts == Seq(0L, 1L, 0L) && valuesUnder(batch2, 0, 1).isEmpty)
+        assert(batch2.earliestStoreTimes.isEmpty)
       } finally {
         batch2.abortIfNotCommitted()
       }

@@ -1,0 +1,22 @@
+package org.apache.spark.sql.multijoin
+
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.sql.execution.streaming.checkpointing.{OffsetSeqLog, OffsetSeqMetadata}
+import org.apache.spark.sql.execution.streaming.state.ReadStateStore
+import org.apache.spark.sql.internal.SQLConf
+
+/** The members of [[SparkInternals]] whose Spark API differs between lines, for 4.2 and 4.3. */
+private[multijoin] trait SparkLineInternals {
+
+  /** Sets on `conf` the confs that `log` records for micro-batch `batch`, if any. */
+  protected def setConfsOfBatch(log: OffsetSeqLog, batch: Long, conf: SQLConf): Unit =
+    log.get(batch).flatMap(_.metadataOpt).foreach(OffsetSeqMetadata.setSessionConf(_, conf))
+
+  /** Whether `store` has the column family `name`. */
+  def hasColumnFamily(store: ReadStateStore, name: String): Boolean =
+    store.allColumnFamilyNames.contains(name)
+
+  /** Every value of every key of the column family `family`, which keeps several per key. */
+  def everyValue(store: ReadStateStore, family: String): Iterator[UnsafeRow] =
+    store.iteratorWithMultiValues(family).map(_.value)
+}

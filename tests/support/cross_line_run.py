@@ -1,0 +1,68 @@
+"""One step of a checkpoint's life on one Spark line, run in that line's venv by
+tests/test_cross_line_restart.py: `python -m support.cross_line_run STEP.json` with `tests` on the
+path. It writes the step's input batches, runs the query over every batch written so far into a
+parquet sink from the shared checkpoint, and writes what it saw as JSON: the Spark version, the
+error that refused the restart if one did, and on the last step the sink's rows and the batch
+query's, so that the test compares them."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from spark_multijoin import configure_spark_with_multijoin
+from spark_multijoin.testing import Inputs, join_on_k
+from support.runs import batch_rows, run_to_parquet
+
+SCHEMAS = {"inner": [f"k int, v{i} int" for i in range(4)],
+           "outer": [f"k int, t{i} timestamp, v{i} int" for i in range(3)]}
+
+
+def outer_star(frames: list[DataFrame]) -> DataFrame:
+    """A time-bounded LEFT OUTER star: input 0's rows, each with the rows of inputs 1 and 2 within
+    ten seconds after it, or nulls."""
+    a, b, c = (frame.withWatermark(f"t{i}", "5 seconds") for i, frame in enumerate(frames))
+    joined = a.join(b, (a.k == b.k) & b.t1.between(a.t0, a.t0 + F.expr("INTERVAL 10 SECONDS")),
+                    "left_outer")
+    joined = joined.join(c, (a.k == c.k) & c.t2.between(a.t0, a.t0 + F.expr("INTERVAL 10 SECONDS")),
+                         "left_outer")
+    return joined.select(a.k, "v0", "v1", "v2")
+
+
+QUERIES = {"inner": join_on_k, "outer": outer_star}
+
+
+def main(step_file: str) -> None:
+    step = json.loads(Path(step_file).read_text())
+    spark = configure_spark_with_multijoin(
+        SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    inputs = Inputs(Path(step["inputs"]), SCHEMAS[step["query"]])
+    for index, batches in enumerate(step["batches"]):
+        for batch, rows in batches.items():
+            inputs.write_batch(index, int(batch), rows)
+    build = QUERIES[step["query"]]
+    seen = {"spark": spark.version}
+    try:
+        run_to_parquet(spark, inputs, build, enabled=True, checkpoint=Path(step["checkpoint"]),
+                       output=Path(step["output"]))
+    except StreamingQueryException as error:
+        seen["error"] = str(error)
+    if step.get("compare"):
+        columns = spark.read.parquet(step["output"]).columns
+        found = Counter(map(tuple, spark.read.parquet(step["output"]).select(*columns).collect()))
+        seen["found"] = sorted(map(repr, found.elements()))
+        seen["expected"] = sorted(map(repr, batch_rows(spark, inputs, build).elements()))
+    spark.stop()
+    Path(step["result"]).write_text(json.dumps(seen))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

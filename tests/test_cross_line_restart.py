@@ -1,0 +1,79 @@
+"""A checkpoint written on one Spark line restarts on the newer lines with the batch answer, and
+one written on a newer line is refused on an older one, saying so: each step of the checkpoint's
+life runs in its line's venv (.venv-<line>, which scripts/test makes), so the test runs where at
+least two lines' venvs are present and is skipped otherwise (SPARK_LINES=4.3 scripts/test)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from spark_multijoin.testing import timestamp
+
+ROOT = Path(__file__).resolve().parent.parent
+LINES = sorted((path.name.removeprefix(".venv-") for path in ROOT.glob(".venv-*")
+                if (path / "bin" / "python").exists()),
+               key=lambda line: tuple(map(int, line.split("."))))
+pytestmark = pytest.mark.skipif(len(LINES) < 2, reason="needs the venvs of two Spark lines")
+
+
+def run_step(tmp_path: Path, line: str, number: int, query: str, batches: list[dict],
+             compare: bool = False) -> dict:
+    step = {"query": query, "inputs": str(tmp_path / "inputs"),
+            "checkpoint": str(tmp_path / "checkpoint"), "output": str(tmp_path / "output"),
+            "batches": batches, "compare": compare, "result": str(tmp_path / f"result{number}")}
+    (tmp_path / f"step{number}.json").write_text(json.dumps(step))
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    finished = subprocess.run(
+        [str(ROOT / f".venv-{line}" / "bin" / "python"), "-m", "support.cross_line_run",
+         str(tmp_path / f"step{number}.json")], env=env, capture_output=True, text=True,
+        timeout=600)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    return json.loads((tmp_path / f"result{number}").read_text())
+
+
+def inner_batches(rng: random.Random, batch: int) -> list[dict]:
+    return [{str(batch): [{"k": rng.randrange(5), f"v{i}": rng.randrange(100)}
+                          for _ in range(4)]} for i in range(4)]
+
+
+def outer_batches(rng: random.Random, batch: int, last: bool) -> list[dict]:
+    """Rows spread over 20 seconds of event time per batch; the last batch ends with a row per
+    input far ahead, which moves the watermark past every other row, so that every null-padded
+    row comes out."""
+    def rows(i):
+        timed = [{"k": rng.randrange(4), f"t{i}": timestamp(batch * 20 + rng.randrange(20)),
+                  f"v{i}": rng.randrange(100)} for _ in range(4)]
+        return timed + ([{"k": 99, f"t{i}": timestamp(10_000), f"v{i}": 0}] if last else [])
+    return [{str(batch): rows(i)} for i in range(3)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("query", ["inner", "outer"])
+def test_checkpoint_restarts_on_each_newer_line_with_the_batch_answer(tmp_path, query):
+    rng = random.Random(5)
+    results = []
+    for number, line in enumerate(LINES):
+        last = number == len(LINES) - 1
+        batches = inner_batches(rng, number) if query == "inner" else \
+            outer_batches(rng, number, last)
+        results.append(run_step(tmp_path, line, number, query, batches, compare=last))
+    assert [result["spark"].rsplit(".", 1)[0] for result in results] == LINES
+    assert [result.get("error") for result in results] == [None] * len(LINES)
+    assert results[-1]["found"] == results[-1]["expected"]
+    assert results[-1]["found"], "the data should join"
+
+
+@pytest.mark.slow
+def test_checkpoint_of_a_newer_line_is_refused_on_an_older_one(tmp_path):
+    rng = random.Random(6)
+    newest, oldest = LINES[-1], LINES[0]
+    assert run_step(tmp_path, newest, 0, "inner", inner_batches(rng, 0)).get("error") is None
+    refused = run_step(tmp_path, oldest, 1, "inner", inner_batches(rng, 1))
+    assert f"it was written by Spark {newest}" in refused.get("error", ""), refused
+    assert f"run the query on Spark {newest} or newer" in refused["error"]
