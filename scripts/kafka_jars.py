@@ -12,6 +12,7 @@ resolve this tree dependably (DESIGN.md), Maven does. Each folder is filled once
 stamp lists other coordinates is filled anew.
 
     .venv-4.1/bin/python scripts/kafka_jars.py      # prints the two folders
+    python3 scripts/kafka_jars.py --line            # the Spark line the example runs on
 """
 
 from __future__ import annotations
@@ -71,8 +72,9 @@ def fetch(coordinates: list[str], folder: Path, shipped: Path | None = None) -> 
     build.mkdir(parents=True, exist_ok=True)
     (build / "pom.xml").write_text(pom(coordinates))
     subprocess.run(["mvn", "-q", "-B", "-f", str(build / "pom.xml"),
-                    "-Dstyle.color=never", "dependency:copy-dependencies", "-DincludeScope=runtime",
-                    f"-DoutputDirectory={folder}"], check=True, stdout=sys.stderr)
+                    "-Dstyle.color=never", "dependency:copy-dependencies",
+                    "-DincludeScope=runtime", f"-DoutputDirectory={folder}"],
+                   check=True, stdout=sys.stderr)
     if shipped is not None:
         drop_shipped(folder, shipped)
     (folder / STAMP).write_text(stamp)
@@ -98,6 +100,9 @@ def drop_shipped(folder: Path, shipped: Path) -> list[str]:
 
 
 def main() -> None:
+    if sys.argv[1:] == ["--line"]:
+        print(max(DELTA_BY_LINE, key=lambda line: tuple(map(int, line.split(".")))))
+        return
     import pyspark
 
     broker = JARS / "kafka-broker"
