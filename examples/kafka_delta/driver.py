@@ -43,10 +43,6 @@ class Files:
         """The latest watermark a driver reported, in seconds after the events' START."""
         return self._latest("watermark")
 
-    def latest_event_time(self) -> float | None:
-        """The latest event time a driver read, in seconds after the events' START."""
-        return self._latest("max")
-
     def offsets_read(self) -> dict[tuple[str, int], int]:
         """Per topic and partition, the offset a driver has read up to."""
         return offsets_read(read_progress(self.progress))

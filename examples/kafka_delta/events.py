@@ -168,18 +168,16 @@ class QueryView(Protocol):
     def watermark(self) -> float | None:
         """The latest watermark the query reported."""
 
-    def latest_event_time(self) -> float | None:
-        """The latest event time the query has read."""
-
     def offsets_read(self) -> dict[tuple[str, int], int]:
         """Per topic and partition, the offset the query has read up to."""
 
 
 class EventProducer:
-    """Sends a scenario's events to a broker, in chunks, at most `lead_seconds` of event time
-    ahead of what the query has read (as a source feeding a running query would), so that the
-    query reads them as they come and late rows can be made behind its watermark. (Not ahead of
-    the watermark: while a topic has had no rows, the query's watermark stays at its start.)
+    """Sends a scenario's events to a broker, in chunks, at most about `lead_seconds` of event
+    time ahead of what the query has read (as a source feeding a running query would), so that
+    the query reads them as they come and late rows can be made behind its watermark. What the
+    query has read is told by the offsets it reports: its watermark stays at its start while a
+    topic has had no rows, and its progress's event time statistics need not cover every input.
 
     `gate(chunk, chunks)` is called before each chunk and before the final events (the
     exactly-once test waits there for its kills, without a lead: its query is killed too often
@@ -202,7 +200,6 @@ class EventProducer:
         self._rng = random.Random(scenario.seed + 1)
         self._late_maker = EventMaker(first_id=1_000_000)  # ids apart from the others'
         self.produced = Produced()
-        self._latest_sent = 0
         self._offsets_sent: dict[tuple[str, int], int] = {}
 
     def _send(self, event: Event, late: bool = False) -> None:
@@ -215,49 +212,45 @@ class EventProducer:
         self._producer.poll(0)
         self.produced.events += 1
         self.produced.late += late
-        self._latest_sent = max(self._latest_sent, event.time)
 
     def _delivered(self, error, message) -> None:
         if error is None:
             where = (message.topic(), message.partition())
             self._offsets_sent[where] = max(self._offsets_sent.get(where, 0), message.offset() + 1)
 
-    def _wait_until_all_read(self) -> None:
-        """Until the query has read every event sent: the sources of a micro-batch look up their
-        latest offsets one after the other, so a final event sent while the query may still be
-        behind could be read a micro-batch before an earlier event of another topic, and make
-        it late."""
+    def _wait_until_read(self, offsets: dict[tuple[str, int], int]) -> None:
+        """Until the query has read up to `offsets`."""
         while any(self._query.offsets_read().get(where, 0) < end
-                  for where, end in self._offsets_sent.items()):
+                  for where, end in offsets.items()):
             time.sleep(0.1)
 
     def run(self) -> Produced:
         events, finals = send_order(self.scenario)
         size = -(-len(events) // self._chunks)
+        span = (events[-1].time - events[0].time) / self._chunks
+        lead = None if self._lead is None else max(1, round(self._lead / span))
+        sent_by_chunk = []
         for chunk in range(self._chunks):
-            batch = events[chunk * size:(chunk + 1) * size]
             self._gate(chunk, self._chunks)
-            if self._lead is not None and batch:
-                self._wait_until_read(batch[0].time - self._lead)
-            for event in batch:
+            if lead is not None and chunk >= lead:
+                self._wait_until_read(sent_by_chunk[chunk - lead])
+            for event in events[chunk * size:(chunk + 1) * size]:
                 self._send(event)
             self._producer.flush()
+            sent_by_chunk.append(dict(self._offsets_sent))
             self._send_late_rows(chunk, events[:(chunk + 1) * size])
             if chunk == int(self._chunks * self.scenario.pause_at):
                 time.sleep(self.scenario.pause_seconds)
                 self.produced.paused_seconds += self.scenario.pause_seconds
         self._gate(self._chunks, self._chunks)
-        self._wait_until_all_read()
+        # The sources of a micro-batch look up their latest offsets one after the other: a final
+        # event sent while the query is behind could be read a micro-batch before an earlier
+        # event of another topic, and make it late.
+        self._wait_until_read(self._offsets_sent)
         for event in finals:
             self._send(event)
         self._producer.flush()
         return self.produced
-
-    def _wait_until_read(self, seconds: float) -> None:
-        """Until the query has read up to `seconds`, or all that was sent if that is less."""
-        target = min(seconds, self._latest_sent)
-        while target > 0 and (self._query.latest_event_time() or 0) < target:
-            time.sleep(0.1)
 
     def _send_late_rows(self, chunk: int, sent: list[Event]) -> None:
         """Keeps the late rows sent in step with the chunks, once the query has a watermark."""

@@ -83,9 +83,6 @@ class _QueryView:
     def watermark(self) -> None:
         return None
 
-    def latest_event_time(self) -> None:
-        return None
-
     def offsets_read(self) -> dict[tuple[str, int], int]:
         progress = [json.loads(p.json) for p in self.query.recentProgress] if self.query else []
         return offsets_read(progress)

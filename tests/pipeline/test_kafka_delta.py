@@ -27,11 +27,16 @@ from kafka_delta.pipeline import read_progress
 pytestmark = [pytest.mark.slow, ON_KAFKA_LINE]
 
 SHUFFLE_PARTITIONS = 2  # the example session's
-MAX_OFFSETS = 25  # the answer test's: many micro-batches
+# The answer test's events, fewer than the example's, in steps of 10 offsets per topic: many
+# micro-batches. The producer keeps 8 minutes of event time ahead of the query, so that a
+# backlog the steps split spans less than the watermark delay less the events' disorder.
+ANSWER_SCENARIO = Scenario(orders=120, hot_key=57)
+MAX_OFFSETS = 10
+LEAD_SECONDS = 8 * 60
 KILLS = 10
 # A kill comes within this many seconds of the moment a run's query starts or commits a batch.
 KILL_WITHIN_SECONDS = 3.0
-RUN_SECONDS = 240
+RUN_SECONDS = 600  # a bound against a hang, not a target
 
 
 class ProducerThread(threading.Thread):
@@ -69,7 +74,8 @@ def test_the_table_is_the_batch_answer_and_the_late_rows_are_dropped(broker, tmp
     files = Files(tmp_path / "work")
     files.work.mkdir()
     driver = Driver(broker.bootstrap, files, MAX_OFFSETS, check=True)
-    producer = ProducerThread(broker.bootstrap, files, Scenario())
+    producer = ProducerThread(broker.bootstrap, files, ANSWER_SCENARIO,
+                              lead_seconds=LEAD_SECONDS)
     producer.start()
     produced = producer.finish()
     numbers = checked(files, driver)
@@ -135,8 +141,8 @@ def test_every_row_lands_once_however_often_the_driver_is_killed(broker, tmp_pat
     files = Files(tmp_path / "work")
     files.work.mkdir()
     kills = Kills()
-    producer = ProducerThread(broker.bootstrap, files, Scenario(late_rows=8), gate=kills.gate,
-                              lead_seconds=None)
+    producer = ProducerThread(broker.bootstrap, files, Scenario(orders=150, late_rows=8),
+                              gate=kills.gate, lead_seconds=None)
     producer.start()
     rng = random.Random(5)
     runs_that_committed = 0
