@@ -3,9 +3,9 @@ the old checkpoint's state is the chain's, which the multi-join cannot take over
 multi-join starts a new checkpoint from explicit Kafka offsets, far enough back for the join's
 time bounds, and merges into the table what the old query may have written already.
 
-`run_move` shows it: Spark's chain runs over the first half of the events into the Delta table,
-stops; the multi-join starts from the offsets at the old watermark less the query's longest time
-bound and merges the second half (and the overlap) in; the table is then the batch answer, each
+`run_move` shows it: Spark's chain runs over three quarters of the events into the Delta table,
+stops; the multi-join starts from the offsets at the old watermark less the chain's time bounds
+and merges the rest (and the overlap) in; the table is then the batch answer, each
 row once.
 """
 
@@ -41,9 +41,11 @@ def last_committed(checkpoint: Path) -> tuple[int, dict[str, dict]]:
     return metadata["batchWatermarkMs"], {t: o for offsets in sources for t, o in offsets.items()}
 
 
-def offsets_at(bootstrap: str, millis: int) -> dict[str, str]:
+def offsets_at(bootstrap: str, millis: int, read_up_to: dict[str, dict]) -> dict[str, str]:
     """Per topic, Spark's `startingOffsets` JSON: each partition's first offset whose timestamp
-    (the event time, as the producer sets it) is at or after `millis` (-1, the end, if none)."""
+    (the event time, as the producer sets it) is at or after `millis`. Where none is, the offset
+    the old query had read up to: not -1, which Spark takes as the end when the new query
+    starts, skipping what arrives in between."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "move-to-multi-join"})
@@ -53,7 +55,10 @@ def offsets_at(bootstrap: str, millis: int) -> dict[str, str]:
             partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
             found = consumer.offsets_for_times(
                 [TopicPartition(topic, p, millis) for p in partitions], timeout=10)
-            starting[topic] = json.dumps({topic: {str(tp.partition): tp.offset for tp in found}})
+            read = read_up_to.get(topic, {})
+            starting[topic] = json.dumps({topic: {
+                str(tp.partition): tp.offset if tp.offset >= 0 else read.get(str(tp.partition), 0)
+                for tp in found}})
         return starting
     finally:
         consumer.close()
@@ -64,12 +69,11 @@ def merge_into(table: Path):
     condition = " AND ".join(f"t.{c} <=> b.{c}" for c in IDENTITY)
 
     def merge(batch: DataFrame, batch_id: int) -> None:
-        # Computed once: a MERGE reads its source more than once, and the batch's rows come
-        # from the stateful join.
-        batch.persist().createOrReplaceTempView("facts_batch")
+        # Computed once, before the merge: a MERGE reads its source more than once, and the
+        # batch's rows come from the stateful join, which must run once per micro-batch.
+        batch.localCheckpoint(eager=True).createOrReplaceTempView("facts_batch")
         batch.sparkSession.sql(f"MERGE INTO delta.`{table}` t USING facts_batch b "
                                f"ON {condition} WHEN NOT MATCHED THEN INSERT *")
-        batch.unpersist()
     return merge
 
 
@@ -88,16 +92,16 @@ class _QueryView:
         return offsets_read(progress)
 
 
-class _Halves:
-    """Holds the producer at half of its events until the query has moved."""
+class _MovePoint:
+    """Holds the producer at three quarters of its events until the query has moved."""
 
     def __init__(self) -> None:
-        self.half_sent = threading.Event()
+        self.reached = threading.Event()
         self.moved = threading.Event()
 
     def gate(self, chunk: int, chunks: int) -> None:
-        if chunk == chunks // 2:
-            self.half_sent.set()
+        if chunk == chunks * 3 // 4:
+            self.reached.set()
             self.moved.wait()
 
 
@@ -107,30 +111,30 @@ def _start(frame: DataFrame, checkpoint: Path, sink) -> StreamingQuery:
 
 def run_move(spark: SparkSession, bootstrap: str, work: Path,
              max_offsets: int | None) -> list[str]:
-    """Spark's chain over the first half of the events, then the multi-join from the offsets
+    """Spark's chain over three quarters of the events, then the multi-join from the offsets
     the time bounds call for, merging into the same table; what it did, as lines to print."""
-    table, halves, view = work / "table", _Halves(), _QueryView()
+    table, point, view = work / "table", _MovePoint(), _QueryView()
     # Orders spread over five hours, so that the move comes well after the re-read window.
     producer = EventProducer(bootstrap, Scenario(late_rows=0, seconds_between_orders=60),
-                             view, halves.gate, lead_seconds=None)
+                             view, point.gate, lead_seconds=None)
     thread = threading.Thread(target=producer.run, name="producer", daemon=True)
     multi_join(spark).enabled = False
     chain = _start(streaming_facts(spark, bootstrap, max_offsets), work / "chain-checkpoint",
                    lambda w: w.format("delta").outputMode("append").option("path", str(table)))
     thread.start()
-    halves.half_sent.wait()
+    point.reached.wait()
     chain.processAllAvailable()
     chain.stop()
     watermark_ms, read_up_to = last_committed(work / "chain-checkpoint")
     written_by_chain = spark.read.format("delta").load(str(table)).count()
     from_ms = watermark_ms - CHAIN_RE_READ_SECONDS * 1000
-    starting = offsets_at(bootstrap, from_ms)
+    starting = offsets_at(bootstrap, from_ms, read_up_to)
     multi_join(spark).enabled = True
     multi = _start(streaming_facts(spark, bootstrap, max_offsets, starting,
                                    orders_from=f"timestamp_millis({from_ms})"),
                    work / "multi-join-checkpoint", lambda w: w.foreachBatch(merge_into(table)))
     view.query = multi
-    halves.moved.set()
+    point.moved.set()
     thread.join()
     multi.processAllAvailable()
     multi.stop()
