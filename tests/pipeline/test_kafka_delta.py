@@ -141,8 +141,9 @@ def test_every_row_lands_once_however_often_the_driver_is_killed(broker, tmp_pat
     files = Files(tmp_path / "work")
     files.work.mkdir()
     kills = Kills()
-    producer = ProducerThread(broker.bootstrap, files, Scenario(orders=150, late_rows=8),
-                              gate=kills.gate, lead_seconds=None)
+    scenario = Scenario(orders=150, hot_key=57, late_rows=8)
+    producer = ProducerThread(broker.bootstrap, files, scenario, gate=kills.gate,
+                              lead_seconds=None)
     producer.start()
     rng = random.Random(5)
     runs_that_committed = 0
