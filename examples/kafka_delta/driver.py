@@ -1,0 +1,136 @@
+"""The streaming driver: runs the query into the Delta table on a checkpoint until told to stop.
+
+Everything it shares with whoever watches it goes through files in its work folder, so that a
+driver killed at any moment (the exactly-once test kills its whole process group) leaves what a
+restarted one needs:
+
+- `progress.jsonl`: each micro-batch's progress, one JSON a line, appended by every run; the
+  producer reads the query's watermark from it, and the checks the rows dropped as late.
+- `runs.txt`: a line per query started, once it is running.
+- `stop`: once this file exists, the driver processes everything the topics hold, then stops.
+- `plan.txt`: the physical plan of the last micro-batch, once stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+from pyspark.errors import StreamingQueryException
+from pyspark.sql.streaming import StreamingQuery
+
+from .events import seconds_of
+from .pipeline import offsets_read, read_progress, streaming_facts
+
+POLL_SECONDS = 0.2
+
+
+class Files:
+    """The work folder's files (see the module's doc)."""
+
+    def __init__(self, work: Path) -> None:
+        self.work = work
+        self.table = work / "table"
+        self.checkpoint = work / "checkpoint"
+        self.progress = work / "progress.jsonl"
+        self.runs = work / "runs.txt"
+        self.stop = work / "stop"
+        self.plan = work / "plan.txt"
+
+    def watermark(self) -> float | None:
+        """The latest watermark a driver reported, in seconds after the events' START."""
+        return self._latest("watermark")
+
+    def offsets_read(self) -> dict[tuple[str, int], int]:
+        """Per topic and partition, the offset a driver has read up to."""
+        return offsets_read(read_progress(self.progress))
+
+    def _latest(self, statistic: str) -> float | None:
+        times = [p["eventTime"][statistic] for p in read_progress(self.progress)
+                 if statistic in p.get("eventTime", {})]
+        return max(map(seconds_of, times)) if times else None
+
+    def run_count(self, noting: str = "") -> int:
+        """How many times a query started (those whose note holds `noting`)."""
+        lines = self.runs.read_text().splitlines() if self.runs.exists() else []
+        return sum(noting in line for line in lines)
+
+
+def start(spark: SparkSession, bootstrap: str, files: Files,
+          max_offsets: int | None) -> StreamingQuery:
+    return (streaming_facts(spark, bootstrap, max_offsets).writeStream.format("delta")
+            .outputMode("append").option("checkpointLocation", str(files.checkpoint))
+            .queryName("order_facts").start(str(files.table)))
+
+
+class ProgressWriter:
+    """Appends the query's new progress lines to progress.jsonl, each batch once per run."""
+
+    def __init__(self, query: StreamingQuery, files: Files) -> None:
+        self._query = query
+        self._files = files
+        self._written: set[int] = set()
+        # A line a killed driver left cut short ends here, so that this run's lines stay whole.
+        if files.progress.exists() and not files.progress.read_bytes().endswith(b"\n"):
+            with files.progress.open("a") as out:
+                out.write("\n")
+
+    def write(self) -> None:
+        lines = []
+        for progress in self._query.recentProgress:
+            entry = json.loads(progress.json)
+            if entry["batchId"] not in self._written:
+                self._written.add(entry["batchId"])
+                lines.append(json.dumps(entry) + "\n")
+        if lines:
+            with self._files.progress.open("a") as out:
+                out.write("".join(lines))
+
+
+def run_until_stopped(spark: SparkSession, bootstrap: str, files: Files,
+                      max_offsets: int | None = None) -> None:
+    """Runs the query until the stop file appears, then until it has processed everything the
+    topics hold (the final events' batch and the batch their watermark runs), then stops it."""
+    query = _run(spark, bootstrap, files, max_offsets, "running")
+    while _failed_reporting_kafka_metrics(query):
+        # Spark 4.1.1's Kafka source (SPARK-55271, fixed in 4.1.3) fails a restarted query
+        # right after the first micro-batch it runs, if that batch is one the stopped query had
+        # planned: reporting the batch's progress, after the batch committed. Starting again
+        # goes on from the next batch.
+        query = _run(spark, bootstrap, files, max_offsets, "running again after SPARK-55271")
+    if query.exception() is not None:
+        raise query.exception()
+
+
+def _run(spark: SparkSession, bootstrap: str, files: Files, max_offsets: int | None,
+         note: str) -> StreamingQuery:
+    """Runs the query until it fails or is told to stop; returns it stopped."""
+    query = start(spark, bootstrap, files, max_offsets)
+    progress = ProgressWriter(query, files)
+    with files.runs.open("a") as runs:
+        runs.write(f"{query.id} {note}\n")
+    try:
+        while query.isActive and not files.stop.exists():
+            time.sleep(POLL_SECONDS)
+            progress.write()
+        if query.isActive:
+            query.processAllAvailable()
+            files.plan.write_text(query._jsq.explainInternal(False))
+    except StreamingQueryException:
+        pass  # the caller reads query.exception()
+    finally:
+        query.stop()
+        progress.write()
+    return query
+
+
+def _failed_reporting_kafka_metrics(query: StreamingQuery) -> bool:
+    failure = query._jsq.exception()
+    if failure.isEmpty() or failure.get().cause() is None:
+        return False
+    cause = failure.get().cause()
+    return cause.getClass().getName() == "java.lang.NullPointerException" and any(
+        frame.getClassName().startswith("org.apache.spark.sql.kafka010.KafkaMicroBatchStream")
+        and frame.getMethodName() == "metrics" for frame in cause.getStackTrace())

@@ -1,0 +1,171 @@
+"""The Kafka pipeline (examples/kafka_delta_pipeline.py) against a real broker: its Delta table is
+the batch query's answer, late rows are dropped as many as were produced, and the table holds
+every row exactly once however often the driver is killed.
+
+Each test runs the example's driver as a process of its own and produces the events from here
+while it runs. The edges ride along in the first test: the topics have 3 and 4 partitions and
+the query 2 shuffle partitions, the reviews topic stays empty for a while, the producer pauses
+(the watermark stalls with it), and maxOffsetsPerTrigger splits the events into many
+micro-batches.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+
+import pytest
+
+from support.kafka_pipeline import ON_KAFKA_LINE, Driver, broker  # noqa: F401 (a fixture)
+
+from kafka_delta.driver import Files
+from kafka_delta.events import TOPICS, EventProducer, Produced, Scenario
+from kafka_delta.pipeline import read_progress
+
+pytestmark = [pytest.mark.slow, ON_KAFKA_LINE]
+
+SHUFFLE_PARTITIONS = 2  # the example session's
+# The answer test's events, fewer than the example's, in steps of 10 offsets per topic: many
+# micro-batches. The producer keeps 8 minutes of event time ahead of the query, so that a
+# backlog the steps split spans less than the watermark delay less the events' disorder.
+ANSWER_SCENARIO = Scenario(orders=120, hot_key=57)
+MAX_OFFSETS = 10
+LEAD_SECONDS = 8 * 60
+KILLS = 10
+# A kill comes within this many seconds of the moment a run's query starts or commits a batch.
+KILL_WITHIN_SECONDS = 3.0
+RUN_SECONDS = 600  # a bound against a hang, not a target
+
+
+class ProducerThread(threading.Thread):
+    """Produces a scenario while the test does something else, then asks the driver to stop."""
+
+    def __init__(self, bootstrap: str, files: Files, scenario: Scenario, **options) -> None:
+        super().__init__(name="producer", daemon=True)
+        self.producer = EventProducer(bootstrap, scenario, files, **options)
+        self.files = files
+        self.produced: Produced | None = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.produced = self.producer.run()
+        except BaseException as error:  # reported by finish()
+            self.error = error
+        finally:
+            self.files.stop.touch()
+
+    def finish(self) -> Produced:
+        self.join(RUN_SECONDS)
+        if self.error is not None:
+            raise self.error
+        assert self.produced is not None, "the producer did not finish"
+        return self.produced
+
+
+def checked(files: Files, driver: Driver) -> dict:
+    assert driver.wait(RUN_SECONDS) == 0, driver.log_tail()
+    return json.loads((files.work / "check.json").read_text())
+
+
+def test_the_table_is_the_batch_answer_and_the_late_rows_are_dropped(broker, tmp_path):
+    files = Files(tmp_path / "work")
+    files.work.mkdir()
+    driver = Driver(broker.bootstrap, files, MAX_OFFSETS, check=True)
+    producer = ProducerThread(broker.bootstrap, files, ANSWER_SCENARIO,
+                              lead_seconds=LEAD_SECONDS)
+    producer.start()
+    produced = producer.finish()
+    numbers = checked(files, driver)
+    print(driver.log_tail(8))
+
+    assert numbers["same"], numbers
+    assert numbers["expected"] > 0 and numbers["null_padded"] > 0
+    assert numbers["dropped_by_watermark"] == numbers["late_rows"] == produced.late > 0
+    # The edges: Kafka's partitions are not the shuffle's, the data took many micro-batches,
+    # reviews came in only after some of them, and the producer paused part-way.
+    assert SHUFFLE_PARTITIONS not in TOPICS.values()
+    assert numbers["batches_with_rows"] >= 10
+    assert numbers["first_batch_with_reviews"] >= 2
+    assert produced.paused_seconds > 0
+    log = numbers["delta_log"]
+    assert log["transactions"] == log["distinct_transactions"] == numbers["batches"]
+    assert numbers["changelog_files"] > 0
+
+
+class Kills:
+    """Counts the kills, for the producer to keep pace with: it sends its share of the events
+    between two kills, so that every kill lands while events are still coming."""
+
+    def __init__(self) -> None:
+        self.done = 0
+        self._changed = threading.Condition()
+
+    def add(self) -> None:
+        with self._changed:
+            self.done += 1
+            self._changed.notify_all()
+
+    def gate(self, chunk: int, chunks: int) -> None:
+        with self._changed:
+            self._changed.wait_for(lambda: self.done >= KILLS * chunk // chunks, RUN_SECONDS)
+
+
+def batches_reported(files: Files) -> int:
+    return len(read_progress(files.progress))
+
+
+def wait_until_running(files: Files, driver: Driver, runs_before: int) -> None:
+    deadline = time.monotonic() + RUN_SECONDS
+    while files.run_count() <= runs_before:
+        driver.ensure_alive()
+        assert time.monotonic() < deadline, driver.log_tail()
+        time.sleep(0.05)
+
+
+def wait_for_a_batch(files: Files, driver: Driver, reported_before: int) -> None:
+    deadline = time.monotonic() + RUN_SECONDS
+    while batches_reported(files) <= reported_before:
+        driver.ensure_alive()
+        assert time.monotonic() < deadline, driver.log_tail()
+        time.sleep(0.05)
+
+
+def test_every_row_lands_once_however_often_the_driver_is_killed(broker, tmp_path):
+    """Kills the driver KILLS times while the events are produced, restarting it on the same
+    checkpoint each time: at a random moment of its first micro-batch (planning it, loading the
+    state, writing the table, committing), or, every other time, of the next one, so that the
+    query moves on between kills."""
+    files = Files(tmp_path / "work")
+    files.work.mkdir()
+    kills = Kills()
+    scenario = Scenario(orders=150, hot_key=57, late_rows=8)
+    producer = ProducerThread(broker.bootstrap, files, scenario, gate=kills.gate,
+                              lead_seconds=None)
+    producer.start()
+    rng = random.Random(5)
+    runs_that_committed = 0
+    while kills.done < KILLS:
+        reported, runs = batches_reported(files), files.run_count()
+        driver = Driver(broker.bootstrap, files, None, check=False)
+        wait_until_running(files, driver, runs)
+        if kills.done % 2:
+            wait_for_a_batch(files, driver, reported)
+        time.sleep(rng.uniform(0, KILL_WITHIN_SECONDS))
+        driver.kill()
+        kills.add()
+        runs_that_committed += batches_reported(files) > reported
+    final = Driver(broker.bootstrap, files, None, check=True)
+    producer.finish()
+    numbers = checked(files, final)
+    print(f"kills: {kills.done} ({runs_that_committed} after their run committed a batch); "
+          f"rows expected {numbers['expected']}, found {numbers['found']}, duplicated "
+          f"{numbers['duplicated']}, missing {numbers['missing']}, unexpected "
+          f"{numbers['unexpected']}")
+    assert numbers["same"], numbers
+    assert numbers["runs"] >= KILLS + 1
+    assert runs_that_committed >= KILLS // 2
+    log = numbers["delta_log"]
+    assert log["transactions"] == log["distinct_transactions"]
