@@ -167,8 +167,12 @@ def translate_query(statement: exp.Expr, tables: dict[str, FlinkTable], views: s
     for table in list(spark.find_all(exp.Table)):
         if id(table) not in targets and table.name.lower() not in names:
             _mark_read(table, tables, streaming_mode, translation.notes)
-    for hint in spark.find_all(exp.Hint):
-        hint.set("expressions", _spark_hints(hint, translation.notes))
+    for hint in list(spark.find_all(exp.Hint)):
+        kept = _spark_hints(hint, translation.notes)
+        if kept:
+            hint.set("expressions", kept)
+        else:
+            hint.pop()
     return translation
 
 
@@ -227,7 +231,10 @@ def _state_ttl(function: exp.Expr, notes: list[str]) -> exp.Expr:
 
 class _SparkWithStreams(Spark.Generator):
     """Spark's generator, writing a read marked as a stream as `STREAM(t) [WATERMARK column
-    DELAY OF interval] [AS alias]`, as the advisor's Spark SQL takes it."""
+    DELAY OF interval] [AS alias]`, as the advisor's Spark SQL takes it. A CTE stays where
+    Flink's query has it (Spark takes it there), rather than before an INSERT."""
+
+    EXPRESSIONS_WITHOUT_NESTED_CTES: set[type[exp.Expr]] = set()
 
     def table_sql(self, expression: exp.Table, sep: str = " AS ") -> str:
         watermark = expression.meta.get(_READ)
