@@ -223,7 +223,8 @@ def flink_report(advice: list[StatementAdvice]) -> str:
             block = report([one]).rsplit("\n\n", 1)[0]
         else:
             block = textwrap.fill(f"{one.location}  {one.statement}" + (
-                f": {one.declares}" if one.declares else ""), width=100, subsequent_indent="  ")
+                f": {one.declares}" if one.declares else ""), width=100, subsequent_indent="  ",
+                break_on_hyphens=False, break_long_words=False)
         if isinstance(one, FlinkStatementAdvice):
             block = "\n".join([block] + _extra(one.spark_sql, one.notes))
         blocks.append(block)
