@@ -29,7 +29,7 @@ def tables(**columns: str) -> dict[str, dict[str, str]]:
 # Per job: the Spark SQL a user would write for it, and the tables' columns.
 SPARK = {
     "01_multijoin_docs.sql": (
-        "SET multi-join.enabled = true;\n"
+        "SET `multi-join.enabled` = true;\n"
         "SELECT u.user_id, u.name, o.order_id, p.payment_id, s.location FROM STREAM(users) u "
         "JOIN STREAM(orders) o ON o.user_id = u.user_id "
         "JOIN STREAM(payments) p ON p.user_id = u.user_id "
@@ -39,12 +39,12 @@ SPARK = {
                payments="payment_id string, user_id string, price int",
                shipments="location string, user_id string")),
     "02_multijoin_hint_partial.sql": (
-        "SET multi-join.enabled = false;\n"
+        "SET `multi-join.enabled` = false;\n"
         "SELECT /*+ MULTI_JOIN(t1, t2, t3) */ * FROM STREAM(t1) JOIN STREAM(t2) ON t1.id = t2.id "
         "JOIN STREAM(t3) ON t1.id = t3.id JOIN STREAM(t4) ON t1.id = t4.id",
         tables(**{name: "id bigint, name string, age int" for name in ("t1", "t2", "t3", "t4")})),
     "03_hints_ttl_watermarks.sql": (
-        "SET multi-join.enabled = false;\n"
+        "SET `multi-join.enabled` = false;\n"
         "INSERT INTO order_facts SELECT /*+ MULTI_JOIN(o, p, s), "
         "STATE_TTL(o, '1 day', p, '12 hours', s, '90 minutes') */ o.order_id, p.paid, s.carrier "
         "FROM STREAM(orders) WATERMARK order_time DELAY OF INTERVAL 5 SECONDS AS o "
@@ -177,7 +177,7 @@ def test_advise_dialect_flink_prints_the_spark_sql_it_ran(capsys):
     assert "  Spark SQL   INSERT INTO order_facts\n" in out
     assert "STATE_TTL(o, '1 day', p, '12 hours', s, '90 minutes')" in out
     assert "FROM STREAM(orders) WATERMARK order_time DELAY OF INTERVAL '5' SECOND AS o" in out
-    assert "  Spark SQL   SET multi-join.enabled = false\n" in out
+    assert "  Spark SQL   SET `multi-join.enabled` = false\n" in out
     assert main(["advise", "--dialect", "flink", "--require-fusion",
                  str(JOBS / "06_no_shared_key.sql")]) == 1
 
@@ -203,3 +203,13 @@ def test_durations(flink, spark):
 def test_a_duration_that_is_none_is_refused():
     with pytest.raises(ValueError, match="not a Flink duration"):
         spark_duration("soon")
+
+
+def test_the_spark_sql_shown_is_spark_sql(spark):
+    """Spark's own parser reads every statement the advisor ran for the corpus, and the
+    hand-written equivalents (the WATERMARK clause and STREAM reads are Spark 4 SQL)."""
+    parser = spark._jsparkSession.sessionState().sqlParser()
+    shown = [one.spark_sql for job in sorted(SPARK) for one in flink_advice(job) if one.spark_sql]
+    written = [text for sql, _ in SPARK.values() for text in sql.split(";\n")]
+    for text in shown + written:
+        parser.parsePlan(text)

@@ -100,7 +100,8 @@ class _Job:
         if mapped is None:
             item.notes = item.notes or [f"{key}: Spark's rule has no such setting; not carried over"]
         else:
-            item.spark = f"SET {mapped[0]} = {mapped[1]}"
+            # Spark's SET takes a key with a hyphen only in backquotes.
+            item.spark = f"SET `{mapped[0]}` = {mapped[1]}"
             self.enabled_set = self.enabled_set or mapped[0] in _ENABLED_KEYS
         return item
 
