@@ -213,3 +213,13 @@ def test_the_spark_sql_shown_is_spark_sql(spark):
     written = [text for sql, _ in SPARK.values() for text in sql.split(";\n")]
     for text in shown + written:
         parser.parsePlan(text)
+
+
+def test_errors_say_which_flink_statement(tmp_path, capsys):
+    job = tmp_path / "job.sql"
+    job.write_text("SET 'table.exec.state.ttl' = '1 h';\n\nSELECT * FROM a JOIN (b\n")
+    assert main(["advise", "--dialect", "flink", str(job)]) == 2
+    assert f"{job}:3: " in capsys.readouterr().err
+    job.write_text("SET 'table.exec.state.ttl' = 'soon';\nSELECT * FROM a")
+    (setting, _) = advise_sources([("job.sql", job.read_text())], dialect="flink")
+    assert setting.notes == ("not a Flink duration: 'soon'; not carried over",)

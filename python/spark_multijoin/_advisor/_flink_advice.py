@@ -175,23 +175,39 @@ def advise_flink_sources(sources: Sequence[tuple[str, str]], *,
     `FlinkStatementAdvice` with the Spark SQL the advisor read for it."""
     spark_conf_given = _spark_confs(conf or {})
     job = _Job(spark_conf_given)
-    spark_sources, items, advised = [], [], {}
+    spark_sources, items, starts = [], [], {}
     for name, sql in sources:
         read = job.read(name, sql)
-        lines, line = [], 1
-        for item in read:
-            if item.spark:
-                if item.advised:
-                    advised[f"{name}:{line}"] = item
-                lines.append(item.spark + ";")
-                line += item.spark.count("\n") + 1
-        spark_sources.append((name, "\n".join(lines)))
+        spark_sources.append((name, _spark_text(name, read, starts)))
         items += read
     tables = {name: table.columns for name, table in job.tables.items()}
-    advice = advise_sources(spark_sources, streaming=list(streaming or ()), dialect="spark",
-                            conf=spark_conf_given, schema={**tables, **(schema or {})})
+    try:
+        advice = advise_sources(spark_sources, streaming=list(streaming or ()), dialect="spark",
+                                conf=spark_conf_given, schema={**tables, **(schema or {})})
+    except SqlError as error:
+        raise SqlError(_located(str(error), starts)) from error
+    advised = {location: item for location, item in starts.items() if item.advised}
     by_item = {id(advised[one.location]): one for one in advice if one.location in advised}
     return [_advice(item, by_item.get(id(item))) for item in items]
+
+
+def _spark_text(name: str, items: list[_Item], starts: dict[str, _Item]) -> str:
+    """The Spark SQL of a source's translated statements, each put in `starts` by the location
+    the advisor gives it."""
+    lines, line = [], 1
+    for item in items:
+        if item.spark:
+            starts[f"{name}:{line}"] = item
+            lines.append(item.spark + ";")
+            line += item.spark.count("\n") + 1
+    return "\n".join(lines)
+
+
+def _located(message: str, starts: Mapping[str, _Item]) -> str:
+    """An error of the advisor on the translated Spark SQL, placed at the Flink statement."""
+    location, _, rest = message.partition(": ")
+    item = starts.get(location)
+    return f"{item.location}: in its Spark SQL: {rest}" if item else message
 
 
 def _spark_confs(conf: Mapping[str, object]) -> dict[str, str]:
