@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import sqlglot
 
+from spark_multijoin import advise
 from spark_multijoin._advisor import advise_sources
 from spark_multijoin._advisor._flink_advice import FlinkStatementAdvice
 from spark_multijoin._advisor._flink_translate import spark_duration
@@ -223,3 +224,9 @@ def test_errors_say_which_flink_statement(tmp_path, capsys):
     job.write_text("SET 'table.exec.state.ttl' = 'soon';\nSELECT * FROM a")
     (setting, _) = advise_sources([("job.sql", job.read_text())], dialect="flink")
     assert setting.notes == ("not a Flink duration: 'soon'; not carried over",)
+
+
+def test_advise_takes_the_flink_dialect():
+    job = (JOBS / "02_multijoin_hint_partial.sql").read_text()
+    (verdict,) = advise(job, dialect="flink")
+    assert verdict.fused_groups == [["t1", "t2", "t3"]]
