@@ -62,7 +62,8 @@ SPARK = {
         "STREAM(shipments) WATERMARK ship_time DELAY OF INTERVAL 1 MINUTE AS s "
         "WHERE o.id = s.order_id AND o.order_time BETWEEN s.ship_time - INTERVAL '4' HOUR "
         "AND s.ship_time",
-        tables(orders="id int, order_time timestamp", shipments="order_id int, ship_time timestamp")),
+        tables(orders="id int, order_time timestamp",
+               shipments="order_id int, ship_time timestamp")),
     "05_interval_chain.sql": (
         "SELECT c.user_id, c.url, v.page, b.item "
         "FROM STREAM(clicks) WATERMARK click_time DELAY OF INTERVAL 5 SECONDS c "
@@ -167,6 +168,9 @@ def test_what_is_not_carried_over_is_said():
                   if "parallelism" in one.statement]
     assert setting.notes == ("parallelism.default: Spark's rule has no such setting; not "
                              "carried over",)
+    (function,) = [one for one in flink_advice("06_no_shared_key.sql")
+                   if one.statement == "CREATE TEMPORARY FUNCTION clean"]
+    assert function.notes == ("not a query or a table; not read by the advisor",)
 
 
 def test_advise_dialect_flink_prints_the_spark_sql_it_ran(capsys):
@@ -194,9 +198,9 @@ def test_flink_ddl_reads_and_writes_back():
     assert written.endswith("WITH ('connector'='kafka')")
 
 
-@pytest.mark.parametrize("flink, spark", [("1d", "1 day"), ("12 h", "12 hours"),
-                                          ("90min", "90 minutes"), ("3600000", "3600000 milliseconds"),
-                                          ("10 s", "10 seconds")])
+@pytest.mark.parametrize("flink, spark", [
+    ("1d", "1 day"), ("12 h", "12 hours"), ("90min", "90 minutes"),
+    ("3600000", "3600000 milliseconds"), ("10 s", "10 seconds")])
 def test_durations(flink, spark):
     assert spark_duration(flink) == spark
 

@@ -91,14 +91,16 @@ class _Job:
         item = _Item(location, " ".join(text.split()))
         if key == RUNTIME_MODE:
             self.streaming_mode = value.strip().lower() != "batch"
-            item.declares = f"the statements after it read {'streams' if self.streaming_mode else 'no stream'}"
+            read = "streams" if self.streaming_mode else "no stream"
+            item.declares = f"the statements after it read {read}"
             return item
         try:
             mapped = spark_conf(key, value)
         except ValueError as error:
             mapped, item.notes = None, [f"{error}; not carried over"]
         if mapped is None:
-            item.notes = item.notes or [f"{key}: Spark's rule has no such setting; not carried over"]
+            item.notes = item.notes or [
+                f"{key}: Spark's rule has no such setting; not carried over"]
         else:
             # Spark's SET takes a key with a hyphen only in backquotes.
             item.spark = f"SET `{mapped[0]}` = {mapped[1]}"
@@ -117,11 +119,13 @@ class _Job:
             statement = exp.Create(this=statement.this, kind="VIEW",
                                    expression=statement.expression,
                                    properties=exp.Properties(expressions=[exp.TemporaryProperty()]))
-        elif isinstance(statement, exp.Create) and statement.expression:
+        elif isinstance(statement, exp.Create) and statement.kind == "TABLE":
             statement = exp.Create(this=statement.this, kind="TABLE",
                                    expression=statement.expression)
         elif not isinstance(statement, (exp.Insert, exp.Query)):
-            return _Item(location, text.split(None, 1)[0].upper(),
+            title = " ".join(re.split(r"\s+(?:AS|WITH)\b|\(", text, maxsplit=1,
+                                      flags=re.IGNORECASE)[0].split())
+            return _Item(location, title,
                          notes=["not a query or a table; not read by the advisor"])
         translation = translate_query(statement, self.tables, self.views, self.streaming_mode)
         item = _Item(location, "", spark_sql(translation.expression), True, translation.notes)

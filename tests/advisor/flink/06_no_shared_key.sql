@@ -2,6 +2,7 @@
 CREATE TABLE a (k BIGINT, v STRING) WITH ('connector' = 'kafka', 'topic' = 'a');
 CREATE TABLE b (k BIGINT, j BIGINT) WITH ('connector' = 'kafka', 'topic' = 'b');
 CREATE TABLE c (j BIGINT, w STRING) WITH ('connector' = 'kafka', 'topic' = 'c');
+CREATE TEMPORARY FUNCTION clean AS 'com.example.Clean';
 
 SELECT a.v, c.w
 FROM a
