@@ -189,11 +189,12 @@ def test_advise_dialect_flink_prints_the_spark_sql_it_ran(capsys):
 
 def test_flink_ddl_reads_and_writes_back():
     ddl = ("CREATE TABLE t (id BIGINT, r ROW<a INT>, b BYTES, "
-           "ts TIMESTAMP_LTZ METADATA FROM 'timestamp' VIRTUAL, p AS PROCTIME(), "
+           "ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp' VIRTUAL, p AS PROCTIME(), "
            "WATERMARK FOR ts AS ts - INTERVAL '5' SECOND, PRIMARY KEY (id) NOT ENFORCED) "
            "WITH ('connector' = 'kafka')")
     written = sqlglot.parse_one(ddl, read="flink").sql("flink")
     assert sqlglot.parse_one(written, read="flink") == sqlglot.parse_one(ddl, read="flink")
+    assert "ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp' VIRTUAL" in written
     assert "WATERMARK FOR ts AS ts - INTERVAL '5' SECOND" in written
     assert written.endswith("WITH ('connector'='kafka')")
 

@@ -31,6 +31,8 @@ class Flink(Spark):
         KEYWORDS = {
             **Spark.Tokenizer.KEYWORDS,
             "BYTES": TokenType.VARBINARY,
+            # Flink's TIMESTAMP has no time zone (Spark's TIMESTAMP_NTZ); TIMESTAMP_LTZ has.
+            "TIMESTAMP": TokenType.TIMESTAMP,
             # Flink's row type is written ROW<name type, ...>, Spark's STRUCT<...>.
             "ROW": TokenType.STRUCT,
         }
@@ -55,8 +57,11 @@ class Flink(Spark):
 
     class Generator(Spark.Generator):
         WITH_PROPERTIES_PREFIX = "WITH"
+        SUPPORTS_TEMPORAL_PRECISION = True
         TYPE_MAPPING = {
             **Spark.Generator.TYPE_MAPPING,
+            exp.DType.TIMESTAMP: "TIMESTAMP",
+            exp.DType.TIMESTAMPLTZ: "TIMESTAMP_LTZ",
             exp.DType.VARBINARY: "BYTES",
             exp.DType.STRUCT: "ROW",
         }
