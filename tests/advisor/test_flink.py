@@ -235,3 +235,16 @@ def test_advise_takes_the_flink_dialect():
     job = (JOBS / "02_multijoin_hint_partial.sql").read_text()
     (verdict,) = advise(job, dialect="flink")
     assert verdict.fused_groups == [["t1", "t2", "t3"]]
+
+
+def test_flink_confs_are_taken_as_the_rules():
+    path = JOBS / "10_statement_set.sql"
+    sources = [(str(path), path.read_text())]
+    on, _ = [one.verdicts[0] for one in advise_sources(sources, dialect="flink") if one.advised]
+    off = advise_sources(sources, dialect="flink",
+                         conf={"table.optimizer.multi-join.enabled": False})
+    assert on.fused_groups == [["a", "b", "c"]]
+    assert [verdict.fused_groups for one in off for verdict in one.verdicts] == [[], []]
+    assert not any("is not set" in note for one in off for note in one.notes)
+    with pytest.raises(ValueError, match="parallelism.default: Spark's rule has no such"):
+        advise_sources(sources, dialect="flink", conf={"parallelism.default": 4})
