@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from spark_multijoin._advisor import SqlError, advise_sources
+from spark_multijoin._advisor._flink_advice import flink_report
 from spark_multijoin._advisor._report import report
 
 __all__ = ["main"]
@@ -28,7 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, SqlError, ValueError) as error:
         print(f"spark-multijoin advise: {error}", file=sys.stderr)
         return 2
-    sys.stdout.write(report(advice))
+    sys.stdout.write(flink_report(advice) if arguments.dialect == "flink" else report(advice))
     missed = [verdict for statement in advice for verdict in statement.verdicts
               if verdict.misses_fusion]
     return 1 if arguments.require_fusion and missed else 0
@@ -49,7 +50,9 @@ def _parser() -> argparse.ArgumentParser:
                              "without STREAM reads in the SQL, every input is")
     advise.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a conf of the rule, e.g. multi-join.max-tables=4 (repeatable)")
-    advise.add_argument("--dialect", default="spark", help="sqlglot dialect (default: spark)")
+    advise.add_argument("--dialect", default="spark",
+                        help="sqlglot dialect (default: spark); flink reads Flink SQL jobs and "
+                             "shows the Spark SQL advised for each statement")
     advise.add_argument("--require-fusion", action="store_true",
                         help="exit with 1 where a chain of three or more streaming inputs "
                              "would keep Spark's joins")

@@ -80,6 +80,9 @@ def advise_sources(sources: Sequence[tuple[str, str]], *, streaming: Iterable[st
                    ) -> list[StatementAdvice]:
     """As `advise`, per statement, over several sources (file name, SQL) read as one pipeline:
     a view one defines is inlined where another reads it."""
+    if dialect == "flink":  # Flink SQL is translated to Spark SQL, then advised as that.
+        from spark_multijoin._advisor._flink_advice import advise_flink_sources
+        return advise_flink_sources(sources, streaming=streaming, conf=conf, schema=schema)
     base_conf = {key: str(value).lower() if isinstance(value, bool) else str(value)
                  for key, value in (conf or {}).items()}
     found = [statement for name, sql in sources

@@ -65,7 +65,7 @@ def statements(sql: str, source: str, dialect: str, conf: dict[str, str]) -> lis
         text = sql[chunk[0].start:chunk[-1].end + 1]
         setting = _SET.match(text)
         if setting:
-            conf[setting.group("key")] = _unquoted(setting.group("value"))
+            conf[_unquoted(setting.group("key"))] = _unquoted(setting.group("value"))
             continue
         try:
             parsed = parser_class(dialect=dialect_instance).parse(chunk, sql)
@@ -80,7 +80,7 @@ _SET = re.compile(r"^\s*SET\s+(?P<key>[^\s=]+)\s*=\s*(?P<value>.*?)\s*$", re.IGN
 
 
 def _unquoted(value: str) -> str:
-    return value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"" \
+    return value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"`" \
         else value
 
 
