@@ -22,19 +22,22 @@ LINES = sorted((path.name.removeprefix(".venv-") for path in ROOT.glob(".venv-*"
 pytestmark = pytest.mark.skipif(len(LINES) < 2, reason="needs the venvs of two Spark lines")
 
 
-def run_step(tmp_path: Path, line: str, number: int, query: str, batches: list[dict],
-             compare: bool = False) -> dict:
-    step = {"query": query, "inputs": str(tmp_path / "inputs"),
-            "checkpoint": str(tmp_path / "checkpoint"), "output": str(tmp_path / "output"),
-            "batches": batches, "compare": compare, "result": str(tmp_path / f"result{number}")}
-    (tmp_path / f"step{number}.json").write_text(json.dumps(step))
+def run_step(folder: Path, line: str, number: int, runs: dict[str, dict]) -> dict:
+    """Step `number` on `line`: each of `runs` (a query, its batches, whether to compare) on its
+    own inputs, checkpoint and sink under `folder`; what the step saw."""
+    for name, each in runs.items():
+        each.update({"inputs": str(folder / name / "inputs"),
+                     "checkpoint": str(folder / name / "checkpoint"),
+                     "output": str(folder / name / "output")})
+    step = {"runs": runs, "result": str(folder / f"result{number}")}
+    (folder / f"step{number}.json").write_text(json.dumps(step))
     env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
     finished = subprocess.run(
         [str(ROOT / f".venv-{line}" / "bin" / "python"), "-m", "support.cross_line_run",
-         str(tmp_path / f"step{number}.json")], env=env, capture_output=True, text=True,
+         str(folder / f"step{number}.json")], env=env, capture_output=True, text=True,
         timeout=600)
     assert finished.returncode == 0, finished.stderr[-3000:]
-    return json.loads((tmp_path / f"result{number}").read_text())
+    return json.loads((folder / f"result{number}").read_text())
 
 
 def inner_batches(rng: random.Random, batch: int) -> list[dict]:
@@ -53,27 +56,44 @@ def outer_batches(rng: random.Random, batch: int, last: bool) -> list[dict]:
     return [{str(batch): rows(i)} for i in range(3)]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("query", ["inner", "outer"])
-def test_checkpoint_restarts_on_each_newer_line_with_the_batch_answer(tmp_path, query):
+@pytest.fixture(scope="module")
+def upgraded(tmp_path_factory) -> tuple[Path, list[dict]]:
+    """One life of an inner and a time-bounded outer query's checkpoints: a step on each line,
+    oldest first, the last comparing with the batch answer. The newest line's step also starts a
+    third checkpoint, which the refusal test restarts on the oldest line."""
+    folder = tmp_path_factory.mktemp("lines")
     rng = random.Random(5)
     results = []
     for number, line in enumerate(LINES):
         last = number == len(LINES) - 1
-        batches = inner_batches(rng, number) if query == "inner" else \
-            outer_batches(rng, number, last)
-        results.append(run_step(tmp_path, line, number, query, batches, compare=last))
-    assert [result["spark"].rsplit(".", 1)[0] for result in results] == LINES
-    assert [result.get("error") for result in results] == [None] * len(LINES)
-    assert results[-1]["found"] == results[-1]["expected"]
-    assert results[-1]["found"], "the data should join"
+        runs = {"inner": {"query": "inner", "batches": inner_batches(rng, number)},
+                "outer": {"query": "outer", "batches": outer_batches(rng, number, last)}}
+        for each in runs.values():
+            each["compare"] = last
+        if last:
+            runs["newer"] = {"query": "inner", "batches": inner_batches(rng, 0)}
+        results.append(run_step(folder, line, number, runs))
+    return folder, results
 
 
 @pytest.mark.slow
-def test_checkpoint_of_a_newer_line_is_refused_on_an_older_one(tmp_path):
-    rng = random.Random(6)
+@pytest.mark.parametrize("query", ["inner", "outer"])
+def test_checkpoint_restarts_on_each_newer_line_with_the_batch_answer(upgraded, query):
+    _, results = upgraded
+    assert [result["spark"].rsplit(".", 1)[0] for result in results] == LINES
+    assert [result["runs"][query].get("error") for result in results] == [None] * len(LINES)
+    assert results[-1]["runs"][query]["found"] == results[-1]["runs"][query]["expected"]
+    assert results[-1]["runs"][query]["found"], "the data should join"
+
+
+@pytest.mark.slow
+def test_checkpoint_of_a_newer_line_is_refused_on_an_older_one(upgraded):
+    folder, results = upgraded
     newest, oldest = LINES[-1], LINES[0]
-    assert run_step(tmp_path, newest, 0, "inner", inner_batches(rng, 0)).get("error") is None
-    refused = run_step(tmp_path, oldest, 1, "inner", inner_batches(rng, 1))
-    assert f"it was written by Spark {newest}" in refused.get("error", ""), refused
-    assert f"run the query on Spark {newest} or newer" in refused["error"]
+    assert results[-1]["runs"]["newer"].get("error") is None
+    rng = random.Random(6)
+    refused = run_step(folder, oldest, len(LINES),
+                       {"newer": {"query": "inner", "batches": inner_batches(rng, 1)}})
+    error = refused["runs"]["newer"].get("error", "")
+    assert f"it was written by Spark {newest}" in error, refused
+    assert f"run the query on Spark {newest} or newer" in error

@@ -19,6 +19,7 @@ from support.generators import (DELAY, FAR_FUTURE_SECONDS, add_late_rows, bounde
 from support.metrics import progress_key
 from support.runs import (STATE_STORES, batch_rows, explain, run_chain_and_multi, run_stream,
                           session_conf)
+from support.seeds import seeds
 from support.spark_lines import several_event_times_error
 
 
@@ -31,8 +32,8 @@ def without_far_rows(rows):
 
 # Every seed in RocksDB; half of them on Spark's in-memory store too, which finds the rows that
 # became final, and evicts, by scanning.
-@pytest.mark.parametrize("seed, store", [(seed, "rocksdb") for seed in range(12)]
-                         + [(seed, "in-memory") for seed in range(6)])
+@pytest.mark.parametrize("seed, store", [(seed, "rocksdb") for seed in seeds(range(12))]
+                         + [(seed, "in-memory") for seed in seeds(range(6))])
 def test_random_outer_tree_matches_the_batch_query(spark, tmp_path, seed, store):
     """Nested LEFT and RIGHT OUTER joins mixed with inner ones, FULL OUTER joins above them, ON
     clauses reading the parent and other inputs joined before, null keys, late rows, several

@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 from spark_multijoin.testing import Inputs, join_on_k
 from support.generators import build_chain, random_inputs, random_shape
 from support.runs import STATE_STORES, batch_rows, run_chain_and_multi, session_conf
+from support.seeds import seeds
 
 # Per seed, how the multi-join takes the files (a micro-batch each, or all in one) and how much
 # of a micro-batch's rows it keeps in memory: all of them, or a few hundred bytes' worth (past
@@ -32,7 +33,7 @@ def random_chain(spark, tmp_path, seed):
     return shape, build, inputs, expected
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", seeds(range(12)))
 def test_random_chain_matches_spark_chain_and_batch(spark, tmp_path, seed):
     shape, build, inputs, expected = random_chain(spark, tmp_path, seed)
     files_per_trigger, batch_rows_memory = READ_MODES[seed % len(READ_MODES)]
@@ -62,7 +63,7 @@ def stored_rows(shape, inputs):
         for i, batches in enumerate(inputs.batches) for batch in batches for row in batch)
 
 
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", seeds(range(4)))
 def test_random_chain_on_the_in_memory_store(spark, tmp_path, seed):
     """Spark's in-memory store (multi-join state layout 4): each of the read modes once."""
     shape, build, inputs, expected = random_chain(spark, tmp_path, 100 + seed)

@@ -21,6 +21,7 @@ from support.generators import (DELAY, FAR_FUTURE_SECONDS, add_late_rows, bounde
 from support.metrics import progress_key
 from support.runs import (STATE_STORES, batch_rows, run_chain_and_multi, run_stream,
                           session_conf, start_reference, start_stream)
+from support.seeds import seeds
 from support.spark_lines import several_event_times_error
 
 
@@ -40,8 +41,8 @@ def test_general_shape_fails_in_spark_and_runs_here(spark, tmp_path):
 
 
 # Every seed in RocksDB; half of them on Spark's in-memory store too, which evicts by scanning.
-@pytest.mark.parametrize("seed, store", [(seed, "rocksdb") for seed in range(8)]
-                         + [(seed, "in-memory") for seed in (0, 1, 2, 3)])
+@pytest.mark.parametrize("seed, store", [(seed, "rocksdb") for seed in seeds(range(8))]
+                         + [(seed, "in-memory") for seed in seeds(range(4))])
 def test_random_time_bounded_chain(spark, tmp_path, seed, store):
     rng = random.Random(100 + seed)
     n_inputs = 3 + seed % 4

@@ -1,9 +1,10 @@
-"""One step of a checkpoint's life on one Spark line, run in that line's venv by
+"""One step of some checkpoints' lives on one Spark line, run in that line's venv by
 tests/test_cross_line_restart.py: `python -m support.cross_line_run STEP.json` with `tests` on the
-path. It writes the step's input batches, runs the query over every batch written so far into a
-parquet sink from the shared checkpoint, and writes what it saw as JSON: the Spark version, the
-error that refused the restart if one did, and on the last step the sink's rows and the batch
-query's, so that the test compares them."""
+path. For each of the step's runs (one session runs them all, as a JVM's start is the step's
+main cost) it writes the run's input batches, runs its query over every batch written so far
+into a parquet sink from its checkpoint, and notes what it saw: the error that refused the
+restart if one did, and where asked the sink's rows and the batch query's, so that the test
+compares them. The step's result, as JSON, is the Spark version and what each run saw."""
 
 from __future__ import annotations
 
@@ -38,18 +39,13 @@ def outer_star(frames: list[DataFrame]) -> DataFrame:
 QUERIES = {"inner": join_on_k, "outer": outer_star}
 
 
-def main(step_file: str) -> None:
-    step = json.loads(Path(step_file).read_text())
-    spark = configure_spark_with_multijoin(
-        SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")).getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+def run(spark: SparkSession, step: dict) -> dict:
     inputs = Inputs(Path(step["inputs"]), SCHEMAS[step["query"]])
     for index, batches in enumerate(step["batches"]):
         for batch, rows in batches.items():
             inputs.write_batch(index, int(batch), rows)
     build = QUERIES[step["query"]]
-    seen = {"spark": spark.version}
+    seen = {}
     try:
         run_to_parquet(spark, inputs, build, enabled=True, checkpoint=Path(step["checkpoint"]),
                        output=Path(step["output"]))
@@ -60,6 +56,17 @@ def main(step_file: str) -> None:
         found = Counter(map(tuple, spark.read.parquet(step["output"]).select(*columns).collect()))
         seen["found"] = sorted(map(repr, found.elements()))
         seen["expected"] = sorted(map(repr, batch_rows(spark, inputs, build).elements()))
+    return seen
+
+
+def main(step_file: str) -> None:
+    step = json.loads(Path(step_file).read_text())
+    spark = configure_spark_with_multijoin(
+        SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    seen = {"spark": spark.version, "runs": {name: run(spark, each)
+                                             for name, each in step["runs"].items()}}
     spark.stop()
     Path(step["result"]).write_text(json.dumps(seen))
 
