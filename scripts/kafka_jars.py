@@ -13,6 +13,7 @@ stamp lists other coordinates is filled anew.
 
     .venv-4.1/bin/python scripts/kafka_jars.py      # prints the two folders
     python3 scripts/kafka_jars.py --line            # the Spark line the example runs on
+    python3 scripts/kafka_jars.py --delta-pip       # delta-spark's Python package for that line
 """
 
 from __future__ import annotations
@@ -100,8 +101,12 @@ def drop_shipped(folder: Path, shipped: Path) -> list[str]:
 
 
 def main() -> None:
+    newest = max(DELTA_BY_LINE, key=lambda line: tuple(map(int, line.split("."))))
     if sys.argv[1:] == ["--line"]:
-        print(max(DELTA_BY_LINE, key=lambda line: tuple(map(int, line.split(".")))))
+        print(newest)
+        return
+    if sys.argv[1:] == ["--delta-pip"]:
+        print(f"delta-spark=={DELTA_BY_LINE[newest]}")
         return
     import pyspark
 

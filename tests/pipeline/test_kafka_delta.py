@@ -15,7 +15,9 @@ import json
 import random
 import threading
 import time
+from importlib.metadata import version
 
+import pyspark
 import pytest
 
 from support.kafka_pipeline import ON_KAFKA_LINE, Driver, broker  # noqa: F401 (a fixture)
@@ -23,6 +25,8 @@ from support.kafka_pipeline import ON_KAFKA_LINE, Driver, broker  # noqa: F401 (
 from kafka_delta.driver import Files
 from kafka_delta.events import TOPICS, EventProducer, Produced, Scenario
 from kafka_delta.pipeline import read_progress
+from scripts.kafka_jars import DELTA_BY_LINE
+from scripts.spark_jars import spark_lines
 
 pytestmark = [pytest.mark.slow, ON_KAFKA_LINE]
 
@@ -169,3 +173,13 @@ def test_every_row_lands_once_however_often_the_driver_is_killed(broker, tmp_pat
     assert runs_that_committed >= KILLS // 2
     log = numbers["delta_log"]
     assert log["transactions"] == log["distinct_transactions"]
+
+
+
+def test_the_venv_holds_delta_spark_beside_the_lines_own_pyspark():
+    """The stack the example runs on: delta-spark's Python package of the Delta release whose
+    jars the session loads, beside the pyspark release the line is built against (pip kept it,
+    as the project asks for a range)."""
+    line = ".".join(pyspark.__version__.split(".")[:2])
+    assert version("delta-spark") == DELTA_BY_LINE[line]
+    assert pyspark.__version__ == spark_lines()[line]
