@@ -37,39 +37,18 @@ class SteppedInputs[A: Encoder](spark: SparkSession, columns: Seq[Seq[String]]) 
  * that is available is processed (batches without data included), and then what came out since
  * the previous step and what the state holds are checked.
  */
-class StreamingSteps(frame: DataFrame, checkpoint: File) extends AutoCloseable {
+class StreamingSteps(frame: DataFrame, checkpoint: File) extends QuerySteps {
 
-  private val emitted = ArrayBuffer.empty[Row]
-
-  private val query: StreamingQuery = frame.writeStream
-    .foreachBatch { (batch: DataFrame, _: Long) =>
-      val rows = batch.collect()
-      emitted.synchronized(emitted ++= rows)
-      ()
-    }
+  protected val query: StreamingQuery = frame.writeStream
+    .foreachBatch((batch: DataFrame, _: Long) => collect(batch))
     .option("checkpointLocation", checkpoint.getPath)
     .start()
 
   /** Processes everything available, and returns the rows emitted since the last call. */
   def process(): Seq[Row] = {
     query.processAllAvailable()
-    emitted.synchronized {
-      val rows = emitted.toList
-      emitted.clear()
-      rows
-    }
+    drain()
   }
-
-  /** The rows in state of each stateful operator called `operator`, after the last batch. */
-  def stateRows(operator: String): Seq[Long] =
-    query.lastProgress.stateOperators.toSeq.filter(_.operatorName == operator).map(_.numRowsTotal)
-
-  /** The custom metric `name` of each stateful operator called `operator`, in the last batch. */
-  def stateMetric(operator: String, name: String): Seq[Long] =
-    query.lastProgress.stateOperators.toSeq.filter(_.operatorName == operator)
-      .map(_.customMetrics.get(name).longValue)
-
-  override def close(): Unit = query.stop()
 }
 
 object StreamingSteps {

@@ -4,13 +4,13 @@ import java.io.File
 import java.nio.file.Files
 import java.util.concurrent.TimeoutException
 
-import scala.collection.mutable.ArrayBuffer
-
 import org.apache.spark.sql.{classic, DataFrame, Row}
 import org.apache.spark.sql.catalyst.encoders.ExpressionEncoder
 import org.apache.spark.sql.execution.streaming.sources.ForeachBatchSink
 import org.apache.spark.sql.streaming.{OutputMode, StreamingQuery, Trigger}
 import org.apache.spark.util.ManualClock
+
+import io.github.sparkmultijoin.QuerySteps
 
 /**
  * A streaming query on a processing-time trigger whose clock the test moves, as Spark's own tests
@@ -22,16 +22,13 @@ import org.apache.spark.util.ManualClock
  *
  * @param intervalMs the trigger's interval; the clock starts at 0
  */
-class ClockedSteps(frame: DataFrame, checkpoint: File, intervalMs: Long) extends AutoCloseable {
+class ClockedSteps(frame: DataFrame, checkpoint: File, intervalMs: Long) extends QuerySteps {
 
   private val clock = new SteppedClock
-  private val emitted = ArrayBuffer.empty[Row]
 
-  private val query: StreamingQuery = {
-    val sink = new ForeachBatchSink[Row]((batch, _) => {
-        val rows = batch.collect()
-        emitted.synchronized(emitted ++= rows)
-      }, ExpressionEncoder(frame.schema))
+  protected val query: StreamingQuery = {
+    val sink =
+      new ForeachBatchSink[Row]((batch, _) => collect(batch), ExpressionEncoder(frame.schema))
     // By name: Spark 4.2 added a parameter (the sink's name) after the first.
     frame.sparkSession.asInstanceOf[classic.SparkSession].streams.startQuery(
       userSpecifiedName = None, userSpecifiedCheckpointLocation = Some(checkpoint.getPath),
@@ -53,11 +50,7 @@ class ClockedSteps(frame: DataFrame, checkpoint: File, intervalMs: Long) extends
     require(timeMs > now && timeMs % intervalMs == 0, s"$timeMs: a later trigger time")
     clock.setTime(timeMs)
     awaitWaitingFor(timeMs + intervalMs)
-    emitted.synchronized {
-      val rows = emitted.toList
-      emitted.clear()
-      rows
-    }
+    drain()
   }
 
   private def awaitWaitingFor(timeMs: Long): Unit = {
@@ -82,17 +75,6 @@ class ClockedSteps(frame: DataFrame, checkpoint: File, intervalMs: Long) extends
       new File(new File(checkpoint, "offsets"), batchId.toString).toPath))
     """"batchTimestampMs":(\d+)""".r.findFirstMatchIn(recorded).get.group(1).toLong
   }
-
-  /** The rows in state of each stateful operator called `operator`, after the last batch. */
-  def stateRows(operator: String): Seq[Long] =
-    query.lastProgress.stateOperators.toSeq.filter(_.operatorName == operator).map(_.numRowsTotal)
-
-  /** The custom metric `name` of each stateful operator called `operator`, in the last batch. */
-  def stateMetric(operator: String, name: String): Seq[Long] =
-    query.lastProgress.stateOperators.toSeq.filter(_.operatorName == operator)
-      .map(_.customMetrics.get(name).longValue)
-
-  override def close(): Unit = query.stop()
 }
 
 /** A manual clock that tells which time the query's trigger waits for, while it waits. */
