@@ -155,7 +155,7 @@ class StateTtlExpirySuite extends MultiJoinSuiteBase {
   test("a restart with another duration resumes; adding or removing an input's TTL is refused") {
     // On either state store checkpoint format: under v2 each store loads the checkpoint whose id
     // the commit log records.
-    for (format <- Seq(1, 2)) withSQLConf(
+    for (format <- Seq(1, 2)) withConf(
       SQLConf.STATE_STORE_CHECKPOINT_FORMAT_VERSION.key -> format.toString) {
       val inputs = new SteppedInputs[Keyed](spark, columns(3, "k", "v"))
       val Seq(a, b, c) = inputs.streaming.zip(Seq("a", "b", "c")).map { case (f, n) => f.alias(n) }
