@@ -138,14 +138,16 @@ def test_the_advisor_decides_as_the_rule_on_the_suites_shapes_in_sql(spark, sql_
 
 # The state store's confs, as the rule reads them for the whole plan: the in-memory store takes
 # every chain, with a TTL too (which never keeps a chain as planned, and bounds the inputs of
-# inner joins that no interval condition bounds); another provider, or another checkpoint
-# format, none. Without a provider the advisor takes the store to be RocksDB, the session's here.
+# inner joins that no interval condition bounds); another provider, or checkpoint format v2 on
+# the in-memory store, none; RocksDB takes every chain on either checkpoint format. Without a
+# provider the advisor takes the store to be RocksDB, the session's here.
 IN_MEMORY = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 STORE_CONFS = [
     {PROVIDER_KEY: IN_MEMORY},
     {PROVIDER_KEY: IN_MEMORY, STATE_TTL_KEY: "1h"},
     {PROVIDER_KEY: "com.example.MyStateStoreProvider"},
     {CHECKPOINT_FORMAT_KEY: "2"},
+    {PROVIDER_KEY: IN_MEMORY, CHECKPOINT_FORMAT_KEY: "2"},
     {STATE_TTL_KEY: "1h"},
 ]
 

@@ -13,7 +13,8 @@ from spark_multijoin._config import STATE_TTL_KEY
 from spark_multijoin.testing import Inputs, join_on_k
 from support.generators import keyed_inputs
 from support.metrics import progress_key
-from support.runs import STATE_STORES, batch_rows, run_to_parquet, session_conf
+from support.runs import (STATE_STORES, batch_rows, committed_checkpoint_ids, run_to_parquet,
+                          session_conf)
 from support.spark_lines import ROW_CHECKSUM_KEY, has_row_checksums
 
 N_INPUTS = 4
@@ -25,9 +26,11 @@ ROW_CHECKSUMS = {ROW_CHECKSUM_KEY: "true",
 
 
 # With a state TTL (longer than the test) each row keeps its store time: on the in-memory store,
-# in the row's value.
+# in the row's value. With state store checkpoint format v2 each store loads the checkpoint
+# whose id the commit log records.
 @pytest.mark.parametrize("store, ttl, layout_version", [
-    ("rocksdb", None, 3), ("in-memory", None, 4), ("in-memory", "1h", 4)])
+    ("rocksdb", None, 3), ("rocksdb-checkpoint-v2", None, 3), ("in-memory", None, 4),
+    ("in-memory", "1h", 4)])
 def test_restart_resumes_with_state(spark, tmp_path, store, ttl, layout_version):
     rng = random.Random(11)
     inputs = Inputs(tmp_path / "inputs", [f"k int, v{i} int" for i in range(N_INPUTS)])
@@ -76,6 +79,12 @@ def test_restart_resumes_with_state(spark, tmp_path, store, ttl, layout_version)
                           "joinTree": {"parents": [None] * N_INPUTS, "outerOrder": [],
                                        "fullOuter": []},
                           "stateTtlsMs": [3600000 if ttl else None] * N_INPUTS}
+    # Format v2: the commit log records the multi-join's store checkpoint of each partition, as
+    # Spark records its own operators'; format v1 records none.
+    ids = committed_checkpoint_ids(tmp_path / "ckpt").get(str(metadata[0].operatorId))
+    assert (ids is not None) == (store == "rocksdb-checkpoint-v2")
+    if ids is not None:
+        assert len(ids) == 2 and all(len(partition) == 1 for partition in ids)
 
 
 @pytest.mark.parametrize("first, then, error", [

@@ -87,10 +87,15 @@ _REFERENCE_PROVIDER = ("org.apache.spark.sql.execution.streaming.state."
                        "HDFSBackedStateStoreProvider")
 
 
+CHECKPOINT_FORMAT_KEY = "spark.sql.streaming.stateStore.checkpointFormatVersion"
+
+
 # The session's state store for the multi-join: the session's own (RocksDB, as the Python helper
-# sets it), or Spark's in-memory store, Spark's default, which takes multi-join state layout 4.
+# sets it), also with state store checkpoint format v2 (checkpoint ids in the commit log), or
+# Spark's in-memory store, Spark's default, which takes multi-join state layout 4.
 STATE_STORES: dict[str, dict[str, object]] = {
     "rocksdb": {},
+    "rocksdb-checkpoint-v2": {CHECKPOINT_FORMAT_KEY: 2},
     "in-memory": {_PROVIDER_KEY: _REFERENCE_PROVIDER},
 }
 
@@ -187,6 +192,15 @@ def run_to_parquet(spark: SparkSession, inputs: Inputs, build: QueryBuilder, *, 
         return query.lastProgress
     finally:
         query.stop()
+
+
+def committed_checkpoint_ids(checkpoint: Path) -> dict[str, list[list[str]]]:
+    """Per stateful operator id, the state store checkpoint ids of each partition that the last
+    entry of the commit log records (state store checkpoint format v2; none under v1)."""
+    commits = [int(path.name) for path in (checkpoint / "commits").iterdir()
+               if path.name.isdigit()]
+    entry = (checkpoint / "commits" / str(max(commits))).read_text().splitlines()[1]
+    return json.loads(entry).get("stateUniqueIds") or {}
 
 
 def batch_rows(spark: SparkSession, inputs: Inputs, build: QueryBuilder) -> Counter:

@@ -142,9 +142,10 @@ def _store_problem(conf: Mapping[str, str]) -> str | None:
     are those of Spark's in-memory store too."""
     version = conf.get(CHECKPOINT_FORMAT_KEY, "1").strip()
     provider = conf.get(PROVIDER_KEY, ROCKSDB_PROVIDER).strip()
-    if version != "1":
-        return ("the multi-join supports only state store checkpoint format version 1; "
-                f"{CHECKPOINT_FORMAT_KEY} is {version}.")
+    if provider.endswith(".HDFSBackedStateStoreProvider") and version != "1":
+        return ("Spark's in-memory state store supports only state store checkpoint format "
+                f"version 1, and {CHECKPOINT_FORMAT_KEY} is {version}. Set {PROVIDER_KEY} to "
+                f"{ROCKSDB_PROVIDER} for a new query.")
     if provider.endswith((".RocksDBStateStoreProvider", ".HDFSBackedStateStoreProvider")):
         return None
     return ("the multi-join keeps its state in RocksDB or in Spark's in-memory state store, and "

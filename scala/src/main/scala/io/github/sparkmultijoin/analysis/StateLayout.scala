@@ -60,18 +60,29 @@ object StateLayout {
 
   private val CheckpointFormatKey = "spark.sql.streaming.stateStore.checkpointFormatVersion"
 
-  /** The layout for the session's state store, or why the multi-join cannot run on it. */
+  /**
+   * The layout for the session's state store, or why the multi-join cannot run on it.
+   *
+   * State store checkpoint format v2 (checkpoint ids in the commit log) runs on RocksDB, as
+   * Spark's own operators do; Spark's in-memory store refuses it for every operator
+   * (`HDFSBackedStateStoreProvider does not support checkpointFormatVersion > 1`), so there the
+   * joins stay as Spark planned them, to fail as Spark's own do.
+   */
   def forSession(conf: SQLConf): Either[String, StateLayout] = {
     val provider = conf.stateStoreProviderClass
-    if (conf.getConfString(CheckpointFormatKey, "1") != "1") {
-      Left(s"the multi-join supports only state store checkpoint format version 1; " +
-        s"$CheckpointFormatKey is ${conf.getConfString(CheckpointFormatKey)}.")
-    } else {
-      all.find(layout => provider.endsWith(s".${layout.provider}")).toRight(
-        s"the multi-join keeps its state in RocksDB or in Spark's in-memory state store, and " +
-          s"${SQLConf.STATE_STORE_PROVIDER_CLASS.key} is '$provider'. Set it to " +
-          s"${ColumnFamilies.providerClass} (the Python helper configure_spark_with_multijoin " +
-          "does this) for a new query.")
+    val checkpointFormat = conf.getConfString(CheckpointFormatKey, "1")
+    all.find(layout => provider.endsWith(s".${layout.provider}")) match {
+      case Some(OneValuePerKey) if checkpointFormat != "1" =>
+        Left(s"Spark's in-memory state store supports only state store checkpoint format " +
+          s"version 1, and $CheckpointFormatKey is $checkpointFormat. Set " +
+          s"${SQLConf.STATE_STORE_PROVIDER_CLASS.key} to ${ColumnFamilies.providerClass} for " +
+          "a new query.")
+      case Some(layout) => Right(layout)
+      case None => Left(
+          s"the multi-join keeps its state in RocksDB or in Spark's in-memory state store, and " +
+            s"${SQLConf.STATE_STORE_PROVIDER_CLASS.key} is '$provider'. Set it to " +
+            s"${ColumnFamilies.providerClass} (the Python helper configure_spark_with_multijoin " +
+            "does this) for a new query.")
     }
   }
 }

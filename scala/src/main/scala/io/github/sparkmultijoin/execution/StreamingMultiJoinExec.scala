@@ -331,6 +331,7 @@ case class StreamingMultiJoinExec(
       metric(ALL_REMOVALS_TIME_MS) += timeTakenMs(evict(state, evictionWatermarkMs))
       if (ttlExpiry.isSet) ttlExpiry.nextDueMs(state).foreach(nextTtlDueMs.add)
       metric(COMMIT_TIME_MS) += timeTakenMs(state.commit())
+      SparkInternals.committedCheckpoint(store, conf).foreach(setStateStoreCheckpointInfo)
       reportState(state, store)
     }
   }

@@ -153,31 +153,36 @@ class StateTtlExpirySuite extends MultiJoinSuiteBase {
   }
 
   test("a restart with another duration resumes; adding or removing an input's TTL is refused") {
-    val inputs = new SteppedInputs[Keyed](spark, columns(3, "k", "v"))
-    val Seq(a, b, c) = inputs.streaming.zip(Seq("a", "b", "c")).map { case (f, n) => f.alias(n) }
-    def run[T](dir: File, hints: String*)(body: StreamingSteps => T): T = {
-      val frame = hints.grouped(2).foldLeft(innerChain(Seq(a, b, c))) {
-        case (hinted, Seq(input, ttl)) => hinted.hint("STATE_TTL", input, ttl)
+    // On either state store checkpoint format: under v2 each store loads the checkpoint whose id
+    // the commit log records.
+    for (format <- Seq(1, 2)) withConf(
+      SQLConf.STATE_STORE_CHECKPOINT_FORMAT_VERSION.key -> format.toString) {
+      val inputs = new SteppedInputs[Keyed](spark, columns(3, "k", "v"))
+      val Seq(a, b, c) = inputs.streaming.zip(Seq("a", "b", "c")).map { case (f, n) => f.alias(n) }
+      def run[T](dir: File, hints: String*)(body: StreamingSteps => T): T = {
+        val frame = hints.grouped(2).foldLeft(innerChain(Seq(a, b, c))) {
+          case (hinted, Seq(input, ttl)) => hinted.hint("STATE_TTL", input, ttl)
+        }
+        val steps = withMultiJoin(enabled = true)(new StreamingSteps(frame, dir))
+        try body(steps)
+        finally steps.close()
       }
-      val steps = withMultiJoin(enabled = true)(new StreamingSteps(frame, dir))
-      try body(steps)
-      finally steps.close()
-    }
-    def refused(dir: File, hints: String*): String =
-      intercept[StreamingQueryException](run(dir, hints: _*)(_.process())).getMessage
-    withTempDir { dir =>
-      inputs.add(0, (Some(1), 1))
-      inputs.add(1, (Some(1), 1))
-      run(dir, "a", "1 hour")(steps => assert(steps.process().isEmpty))
-      inputs.add(2, (Some(1), 1))
-      run(dir, "a", "2 hours") { steps =>
-        assert(canonical(steps.process()) == List("[1,1,1,1,1,1]"), "the state resumed")
+      def refused(dir: File, hints: String*): String =
+        intercept[StreamingQueryException](run(dir, hints: _*)(_.process())).getMessage
+      withTempDir { dir =>
+        inputs.add(0, (Some(1), 1))
+        inputs.add(1, (Some(1), 1))
+        run(dir, "a", "1 hour")(steps => assert(steps.process().isEmpty))
+        inputs.add(2, (Some(1), 1))
+        run(dir, "a", "2 hours") { steps =>
+          assert(canonical(steps.process()) == List("[1,1,1,1,1,1]"), "the state resumed")
+        }
+        inputs.add(2, (Some(1), 2))
+        assert(refused(dir).contains("input 0 had a state TTL of 2h when it was written and has " +
+          "no state TTL now"))
+        assert(refused(dir, "a", "1h", "b", "1h").contains("input 1 had no state TTL when it was " +
+          "written and has a state TTL of 1h now"))
       }
-      inputs.add(2, (Some(1), 2))
-      assert(refused(dir).contains("input 0 had a state TTL of 2h when it was written and has " +
-        "no state TTL now"))
-      assert(refused(dir, "a", "1h", "b", "1h").contains("input 1 had no state TTL when it was " +
-        "written and has a state TTL of 1h now"))
     }
   }
 }

@@ -62,6 +62,10 @@ object MultiJoinStateReader {
     val serializedConf = new SerializableConfiguration(hadoopConf)
     val stateLocation = new Path(checkpoint, "state").toString
     val id = operator.id // the tasks need only the id
+    // Under state store checkpoint format v2 a version's files are named by the checkpoint id
+    // the commit log records for it.
+    val checkpointIds = SparkInternals.stateCheckpointIds(session, checkpoint, batch)
+      .flatMap(_.get(id))
     val partitions = 0 until operator.numPartitions
     // Loading a RocksDB store can report to the session's state store coordinator (Spark 4.1's
     // does, and fails without one), which a session gets once it runs a streaming query.
@@ -69,8 +73,8 @@ object MultiJoinStateReader {
     val rows = session.sparkContext.parallelize(partitions, partitions.length).mapPartitions {
       _.flatMap { partition =>
         val storeId = StateStoreId(stateLocation, id, partition)
-        readPartition(storeId, batch, input, layout, families, opened, schema, storeConf,
-          serializedConf.value)
+        readPartition(storeId, batch, checkpointIds.map(_(partition).head), input, layout,
+          families, opened, schema, storeConf, serializedConf.value)
       }
     }
     SparkInternals.dataFrame(session, rows, schema)
@@ -135,12 +139,14 @@ object MultiJoinStateReader {
   }
 
   /**
-   * Opens the store of `storeId` at `batch`'s version as `opened` says, and reads `input`'s rows
-   * as `layout` keeps them, in the `families` the checkpoint records.
+   * Opens the store of `storeId` at `batch`'s version (the checkpoint `checkpointId` names,
+   * under format v2) as `opened` says, and reads `input`'s rows as `layout` keeps them, in the
+   * `families` the checkpoint records.
    */
   private def readPartition(
       storeId: StateStoreId,
       batch: Long,
+      checkpointId: Option[String],
       input: Int,
       layout: MultiJoinStateLayout,
       families: Map[String, StateStoreColFamilySchema],
@@ -154,7 +160,7 @@ object MultiJoinStateReader {
       storeConf,
       hadoopConf, useMultipleValuesPerKey = false, stateSchemaProvider = None)
     // State store version v holds the state after micro-batch v - 1.
-    val store = provider.getStore(batch + 1)
+    val store = provider.getStore(batch + 1, checkpointId)
     TaskContext.get().addTaskCompletionListener[Unit] { _ =>
       store.abort()
       provider.close()

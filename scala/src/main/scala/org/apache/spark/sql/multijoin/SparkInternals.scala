@@ -16,9 +16,9 @@ import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.classic
 import org.apache.spark.sql.execution.streaming.ProcessingTimeTrigger
 import org.apache.spark.sql.execution.streaming.checkpointing.{CommitLog, OffsetSeqLog}
-import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
+import org.apache.spark.sql.execution.streaming.operators.stateful.{StatefulOperatorStateInfo, StatefulOpStateStoreCheckpointInfo}
 import org.apache.spark.sql.execution.streaming.runtime.{IncrementalExecution, StreamExecution}
-import org.apache.spark.sql.execution.streaming.state.StateStoreCoordinatorRef
+import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreCoordinatorRef}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{DataType, StructType}
 
@@ -63,6 +63,12 @@ object SparkInternals extends SparkLineInternals {
    * number of state partitions the checkpoint was written with, from the offset log, not the
    * session's `spark.sql.shuffle.partitions`, which a restart may have changed (a new checkpoint
    * takes the session's).
+   *
+   * With state store checkpoint format v2, it carries the ids of the store checkpoints that the
+   * previous micro-batch committed per partition, as Spark's own operators get them: the query
+   * collects them from every StateStoreWriter when a batch ends, records them in its commit log,
+   * and reads them back on a restart. A store loads the checkpoint its id names, not whichever
+   * files of that version a failed attempt left behind.
    */
   def stateInfo(session: SparkSession, operatorId: Long): Option[StatefulOperatorStateInfo] =
     currentExecution(session).map { execution =>
@@ -71,7 +77,8 @@ object SparkInternals extends SparkLineInternals {
         queryRunId = execution.runId,
         operatorId = operatorId,
         storeVersion = execution.currentBatchId,
-        numPartitions = execution.numStateStores)
+        numPartitions = execution.numStateStores,
+        stateStoreCkptIds = execution.currentStateStoreCkptId.get(operatorId))
     }
 
   /**
@@ -103,6 +110,21 @@ object SparkInternals extends SparkLineInternals {
    */
   def stateSchemaCompatible(stored: StructType, schema: StructType): Boolean =
     DataType.equalsIgnoreNameAndCompatibleNullability(stored, schema)
+
+  /**
+   * What a partition's `store`, just committed, reports for the query's commit log under state
+   * store checkpoint format v2 (its checkpoint's id, and the id of the one it loaded), as Spark's
+   * single-store operators report it; None under format v1, which records no ids.
+   */
+  def committedCheckpoint(
+      store: StateStore,
+      conf: SQLConf): Option[StatefulOpStateStoreCheckpointInfo] =
+    Some(store).filter(_ => StatefulOperatorStateInfo.enableStateStoreCheckpointIds(conf)).map {
+      store =>
+        val info = store.getStateStoreCheckpointInfo()
+        StatefulOpStateStoreCheckpointInfo(info.partitionId, info.batchVersion,
+          info.stateStoreCkptId.map(Array(_)), info.baseStateStoreCkptId.map(Array(_)))
+    }
 
   /** The coordinator that tracks where each state store is loaded, for task locality. */
   def stateStoreCoordinator(session: SparkSession): StateStoreCoordinatorRef =
@@ -175,18 +197,34 @@ object SparkInternals extends SparkLineInternals {
   def newHadoopConf(session: SparkSession): Configuration =
     classicSession(session).sessionState.newHadoopConf()
 
+  /**
+   * Per stateful operator and partition, the ids of the store checkpoints micro-batch `batch`
+   * committed, as the commit log records them (state store checkpoint format v2); None where it
+   * records none (format v1).
+   */
+  def stateCheckpointIds(
+      session: SparkSession,
+      checkpoint: Path,
+      batch: Long): Option[Map[Long, Array[Array[String]]]] =
+    new CommitLog(session, new Path(checkpoint, "commits").toString).get(batch)
+      .flatMap(_.stateUniqueIds)
+
   /** The last micro-batch of the checkpoint at `checkpoint` in its commit log, if any. */
   def lastCommittedBatch(session: SparkSession, checkpoint: Path): Option[Long] =
     new CommitLog(session, new Path(checkpoint, "commits").toString).getLatestBatchId()
 
   /**
    * The session's conf with the confs the checkpoint's query ran micro-batch `batch` with (its
-   * offset log's, such as the state store provider), which its state must be read with.
+   * offset log's, such as the state store provider), which its state must be read with. The
+   * state store checkpoint format is not among them: it is the one whose checkpoint ids the
+   * commit log records for the batch, or format 1 where it records none.
    */
   def sessionConfOfBatch(session: SparkSession, checkpoint: Path, batch: Long): SQLConf = {
     val conf = classicSession(session).sessionState.conf.clone()
     setConfsOfBatch(new OffsetSeqLog(session, new Path(checkpoint, "offsets").toString), batch,
       conf)
+    conf.setConf(SQLConf.STATE_STORE_CHECKPOINT_FORMAT_VERSION,
+      if (stateCheckpointIds(session, checkpoint, batch).isDefined) 2 else 1)
     conf
   }
 
