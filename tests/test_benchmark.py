@@ -8,10 +8,10 @@ import json
 import pytest
 
 from scripts.bench import metrics
-from scripts.bench.benchmark import run_benchmark
+from scripts.bench.benchmark import chain_ratios, run_benchmark
 from scripts.bench.breakdown import batch_cost
 from scripts.bench.chart import orders_of_magnitude_apart
-from scripts.bench.report import breakdown_markdown
+from scripts.bench.report import breakdown_markdown, chain_cells, chain_v4_markdown
 from scripts.bench.runners import run_mode
 from scripts.bench.workloads import inputs, outer_star, workloads
 from spark_multijoin._config import ENABLED_KEY
@@ -85,3 +85,26 @@ def test_benchmark_names_the_multi_join_metrics_as_the_registry_does(spark):
     registry's, so that renaming a metric there breaks here rather than blanking a column."""
     assert metrics.MULTI_JOIN_METRICS == (progress_key(spark, "NUM_KEY_READS"),
                                           progress_key(spark, "KEY_READ_TIME_MS"))
+
+
+def _mode(state_rows_peak: int, state_bytes: int, wall_seconds: float) -> dict:
+    return {"state_rows_peak": state_rows_peak, "state_bytes_on_disk": state_bytes,
+            "wall_seconds": wall_seconds, "batch_ms_p50": 1, "batch_ms_p95": 2}
+
+
+def test_the_chain_on_both_join_state_formats_is_set_against_the_multi_join():
+    result = {"multi_join": _mode(100, 1000, 2.0), "chain": _mode(800, 9000, 9.0),
+              "chain_v4": _mode(500, 5000, 5.0), "multi_join_micro_batches_seconds": 2.5}
+    assert chain_ratios(result) == {"state_rows_peak": 8.0, "state_bytes": 9.0, "wall_time": 4.5,
+                                    "state_rows_peak_v4": 5.0, "state_bytes_v4": 5.0,
+                                    "wall_time_v4": 2.5}
+    assert chain_cells(result) == ["8.0x / 5.0x", "9.0x / 5.0x", "3.60x / 2.00x"]
+
+
+def test_format_4_not_available_is_reported_and_not_a_ratio():
+    result = {"workload": "w", "multi_join": _mode(100, 1000, 2.0), "chain": _mode(800, 9000, 9.0),
+              "chain_v4": None, "chain_v4_not_available": "Spark 4.1.1 has no join state format 4",
+              "multi_join_micro_batches_seconds": 2.5}
+    assert chain_ratios(result)["wall_time_v4"] is None
+    assert chain_cells(result)[0] == "8.0x / -"
+    assert "not available: Spark 4.1.1" in "\n".join(chain_v4_markdown([result]))
