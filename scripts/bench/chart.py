@@ -42,3 +42,30 @@ def orders_of_magnitude_apart(*series: list[float]) -> bool:
     peaks = [max(values) for values in series if values]
     return bool(peaks) and min(peaks) > 0 and max(peaks) >= 10 * min(peaks)
 
+
+def growth_chart(results: list[dict], path: Path) -> None:
+    """How a batch's time grows: per data batch, its time against the rows stored before it and
+    against the rows it emits, per Spark peer, one row of plots per workload (log scales)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(len(results), 2, figsize=(10, 4 * len(results)), squeeze=False)
+    for row, result in enumerate(results):
+        for mode in LABELS:
+            batches = [b for b in (result.get(mode) or {}).get("per_batch", [])
+                       if b["input_rows"] > 0]
+            stored = [0] + [b["state_rows"] for b in batches[:-1]]
+            for axis, xs in zip(axes[row], (stored, [b["output_rows"] for b in batches])):
+                axis.plot([max(x, 1) for x in xs], [b["ms"] for b in batches],
+                          STYLES[mode], label=LABELS[mode])
+        for axis, label in zip(axes[row], ("state rows before the batch", "output rows")):
+            axis.set_xscale("log")
+            axis.set_yscale("log")
+            axis.set_xlabel(label)
+            axis.set_ylabel("batch ms")
+            axis.set_title(result["workload"])
+        axes[row][0].legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
