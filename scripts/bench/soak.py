@@ -52,7 +52,8 @@ def run_soak(spark: SparkSession, batches: int, out: Path, work: Path,
     for mode, enabled in (("multi_join", True), ("chain", False)):
         print(f"soak {mode}: {batches} micro-batches ...", flush=True)
         runs[mode] = soak_run(spark, enabled, batches, work / mode, cap_seconds)
-        print(f"    {json.dumps(runs[mode]['deciles'][-1])}", flush=True)
+        print(f"    {runs[mode]['batches_done']} batches, last tenth: "
+              f"{json.dumps(runs[mode]['deciles'][-1:])}", flush=True)
     write_soak(runs, batches, out)
     print(f"wrote soak.json, soak.md and soak.png to {out}")
 
@@ -69,8 +70,8 @@ def soak_run(spark: SparkSession, enabled: bool, batches: int, folder: Path,
                  .trigger(processingTime="0 seconds").start())
     started = time.perf_counter()
     samples = sample_until(spark, query, batches, checkpoint, cap_seconds)
-    query.stop()
     progress = [json.loads(p.json) for p in query.recentProgress][:batches]
+    query.stop()
     per_batch = [{"batch": p["batchId"], "ms": metrics.trigger_ms(p),
                   "state_rows": metrics.state_rows(p)} for p in progress]
     return {"multi_join_in_plan": metrics.ran_multi_join(progress),

@@ -28,7 +28,7 @@ def decile_summary(per_batch: list[dict], samples: list[dict], batches: int) -> 
         ran = [b for b in per_batch if low <= b["batch"] < high]
         sampled = [s for s in samples if low <= s["batch"] < high]
         if not ran:
-            break
+            continue
         heaps = [s["heap_after_gc_mb"] for s in sampled if "heap_after_gc_mb" in s]
         durations = [b["ms"] for b in ran]
         tenths.append({
