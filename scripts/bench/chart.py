@@ -44,8 +44,9 @@ def orders_of_magnitude_apart(*series: list[float]) -> bool:
 
 
 def growth_chart(results: list[dict], path: Path) -> None:
-    """How a batch's time grows: per data batch, its time against the rows stored before it and
-    against the rows it emits, per Spark peer, one row of plots per workload (log scales)."""
+    """How a batch's time grows: per data batch (one point each), its time against the rows
+    stored before it and against the rows it emits, per Spark peer, one row of plots per
+    workload (log scales)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -59,7 +60,7 @@ def growth_chart(results: list[dict], path: Path) -> None:
             stored = [0] + [b["state_rows"] for b in batches[:-1]]
             for axis, xs in zip(axes[row], (stored, [b["output_rows"] for b in batches])):
                 axis.plot([max(x, 1) for x in xs], [b["ms"] for b in batches],
-                          STYLES[mode], label=LABELS[mode])
+                          STYLES[mode][0], label=LABELS[mode])
         for axis, label in zip(axes[row], ("state rows before the batch", "output rows")):
             axis.set_xscale("log")
             axis.set_yscale("log")
