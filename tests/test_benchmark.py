@@ -8,11 +8,13 @@ import json
 import pytest
 
 from scripts.bench import metrics
-from scripts.bench.benchmark import run_benchmark
+from scripts.bench.benchmark import chain_ratios, run_benchmark
 from scripts.bench.breakdown import batch_cost
 from scripts.bench.chart import orders_of_magnitude_apart
-from scripts.bench.report import breakdown_markdown
+from scripts.bench.report import breakdown_markdown, chain_cells, chain_v4_markdown
 from scripts.bench.runners import run_mode
+from scripts.bench.scale_report import scale_markdown, scale_ratios
+from scripts.bench.soak_report import decile_summary, flatness
 from scripts.bench.workloads import inputs, outer_star, workloads
 from spark_multijoin._config import ENABLED_KEY
 from support.metrics import progress_key
@@ -26,9 +28,15 @@ def test_benchmark_runs_both_modes_and_writes_its_results(spark, tmp_path):
                       tmp_path / "out", tmp_path / "work", tiny=True)
     results = json.loads((tmp_path / "out" / "results.json").read_text())["results"]
     assert [r["workload"] for r in results] == ["fanout", "time_bounded"]
+    format_4 = tuple(int(part) for part in spark.version.split(".")[:2]) >= (4, 2)
     for result in results:
         assert result["chain"]["output_rows"] == result["multi_join"]["output_rows"] > 0
         assert result["multi_join"]["multi_join_in_plan"]
+        # Spark's chain on join state format 4 where the line has it, else said to be missing.
+        if format_4:
+            assert result["chain_v4"]["output_rows"] == result["multi_join"]["output_rows"]
+        else:
+            assert result["chain_v4"] is None and result["chain_v4_not_available"]
     # Both ran on Spark's in-memory store too, to the same rows (the benchmark checks them).
     assert all(r["in_memory_store"]["output_rows"] == r["multi_join"]["output_rows"]
                for r in results)
@@ -85,3 +93,70 @@ def test_benchmark_names_the_multi_join_metrics_as_the_registry_does(spark):
     registry's, so that renaming a metric there breaks here rather than blanking a column."""
     assert metrics.MULTI_JOIN_METRICS == (progress_key(spark, "NUM_KEY_READS"),
                                           progress_key(spark, "KEY_READ_TIME_MS"))
+
+
+def _mode(state_rows_peak: int, state_bytes: int, wall_seconds: float) -> dict:
+    return {"state_rows_peak": state_rows_peak, "state_bytes_on_disk": state_bytes,
+            "wall_seconds": wall_seconds, "batch_ms_p50": 1, "batch_ms_p95": 2}
+
+
+def test_the_chain_on_both_join_state_formats_is_set_against_the_multi_join():
+    result = {"multi_join": _mode(100, 1000, 2.0), "chain": _mode(800, 9000, 9.0),
+              "chain_v4": _mode(500, 5000, 5.0), "multi_join_micro_batches_seconds": 2.5}
+    assert chain_ratios(result) == {"state_rows_peak": 8.0, "state_bytes": 9.0, "wall_time": 4.5,
+                                    "state_rows_peak_v4": 5.0, "state_bytes_v4": 5.0,
+                                    "wall_time_v4": 2.5}
+    assert chain_cells(result) == ["8.0x / 5.0x", "9.0x / 5.0x", "3.60x / 2.00x"]
+
+
+def test_format_4_not_available_is_reported_and_not_a_ratio():
+    result = {"workload": "w", "multi_join": _mode(100, 1000, 2.0), "chain": _mode(800, 9000, 9.0),
+              "chain_v4": None, "chain_v4_not_available": "Spark 4.1.1 has no join state format 4",
+              "multi_join_micro_batches_seconds": 2.5}
+    assert chain_ratios(result)["wall_time_v4"] is None
+    assert chain_cells(result)[0] == "8.0x / -"
+    assert "not available: Spark 4.1.1" in "\n".join(chain_v4_markdown([result]))
+
+
+def test_scale_ratios_only_where_both_sides_finished():
+    multi = {"finished": True, "wall_seconds": 10.0, "state_bytes_on_disk": 100}
+    result = {"multi_join": multi,
+              "chain": {"finished": True, "wall_seconds": 25.0, "state_bytes_on_disk": 300},
+              "chain_v4": {"finished": False, "wall_seconds": 1200.0, "state_bytes_on_disk": 50},
+              "flink_rocksdb": {"finished": True, "wall_seconds": 15.0}}
+    assert scale_ratios(result) == {"chain_wall_time": 2.5, "chain_state_bytes": 3.0,
+                                    "chain_v4_wall_time": None, "chain_v4_state_bytes": None,
+                                    "flink_rocksdb_wall_time": 1.5}
+    assert "no, stopped at the cap" in scale_markdown([{
+        "workload": "w", **result, "chain": None, "chain_not_available": "n/a",
+        "multi_join": {**multi, "batches_done": 3, "input_rows_done": 9, "output_rows": 4,
+                       "state_rows_peak": 7, "peak_rss_mb": 512, "per_batch": []},
+        "chain_v4": {**result["chain_v4"], "batches_done": 1, "input_rows_done": 3,
+                     "output_rows": 0, "state_rows_peak": 2, "peak_rss_mb": 400,
+                     "per_batch": []}}])
+
+
+def test_generated_inputs_hold_every_key_once_per_copy_in_batches_of_their_own():
+    workload = workloads(["scale_fanout_1m"], shrink=100_000)[0]  # 10 keys, 3 batches
+    for i, fan_out in enumerate([1, 2, 2, 1, 1]):
+        keys = sorted(row["k"] for batch in workload.batches[i] for row in batch)
+        assert keys == sorted(list(range(10)) * fan_out)
+        assert sum(len(batch) for batch in workload.batches[i]) == len(keys)
+    first_batches = [{row["k"] for row in workload.batches[i][0]} for i in range(5)]
+    assert len({frozenset(keys) for keys in first_batches}) > 1, "inputs differ per batch"
+
+
+def test_soak_deciles_and_whether_each_measure_stays_flat():
+    per_batch = [{"batch": b, "ms": 100 + (b % 10 == 9) * 900, "state_rows": min(b, 15) * 10}
+                 for b in range(100)]
+    samples = [{"batch": b, "checkpoint_bytes": 1_000_000 + b * 10_000,
+                **({"heap_after_gc_mb": 80.0} if b % 10 == 0 else {})} for b in range(100)]
+    deciles = decile_summary(per_batch, samples, 100)
+    assert [d["state_rows"] for d in deciles] == [90] + [150] * 9
+    assert deciles[0]["batch_ms_p50"] == 100 and deciles[0]["batch_ms_p99"] == 1000
+    verdicts = flatness(deciles)
+    assert verdicts["state_rows"]["flat"] and verdicts["heap_after_gc_mb"]["flat"]
+    assert verdicts["state_rows"]["second_half_slope"] == 0
+    assert not verdicts["checkpoint_mb"]["flat"], "from 1.19 MB to 1.99 MB"
+    assert verdicts["checkpoint_mb"]["second_half_slope"] > 0
+    assert flatness(deciles[:2])["state_rows"] is None

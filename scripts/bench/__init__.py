@@ -30,5 +30,6 @@ Modules, by job: `workloads` (the inputs and queries), `runs` (running a query t
 timing), `runners` (Spark's chain, the multi-join and the floors), `benchmark` (each workload
 measured, checked and written), `breakdown` (`--breakdown`), `flink` and `flink_peer` (Flink as
 a peer, `--flink`), `metrics` (the names read from Spark's progress), `report` (markdown and
-JSON) and `chart`.
+JSON) and `chart`; `scale_workloads`, `scale` and `scale_report` (the workloads run only by
+name, each peer capped) and `soak` and `soak_report` (`--soak N`).
 """

@@ -2,6 +2,7 @@
 
     python -m scripts.bench [--workloads fanout,primary_key,time_bounded,outer_star,scale]
                             [--out benchmark-results] [--tiny] [--flink] [--breakdown]
+                            [--cap-minutes 20] [--driver-memory 6g] [--soak N]
 
 It writes `results.json`, `results.md` (the tables the docs show) and
 `state_and_batch_duration.png` (state rows and batch duration per batch, both modes) to --out.
@@ -19,6 +20,14 @@ RocksDB.
 
 `--breakdown` runs, instead, where each micro-batch's time goes (breakdown.py), and writes
 `breakdown.json` and `breakdown.md` to --out.
+
+The scale workloads (scale_pk_1m, scale_pk_2m, scale_fanout_1m, scale_fanout_2m, hot_key) run
+only by name, through scale.py: each peer capped at --cap-minutes, RocksDB on bounded memory;
+they write `scale_results.json`, `scale_results.md` and `cost_growth.png`. The hot key's target
+is to finish with `--driver-memory 4g`.
+
+`--soak N` runs, instead, a time-bounded multi-join (and Spark's chain) over N small
+micro-batches (soak.py), and writes `soak.json`, `soak.md` and `soak.png`.
 """
 
 from __future__ import annotations
@@ -30,6 +39,9 @@ from pyspark.sql import SparkSession
 
 from scripts.bench.benchmark import run_benchmark
 from scripts.bench.breakdown import run_breakdown
+from scripts.bench.scale import run_scale
+from scripts.bench.scale_workloads import SCALE_NAMES
+from scripts.bench.soak import run_soak
 from scripts.bench.workloads import NAMES, workloads
 from spark_multijoin import configure_spark_with_multijoin
 
@@ -45,6 +57,11 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--breakdown", action="store_true",
                         help="instead, where each micro-batch's time goes (multi-join, Spark's "
                         "deduplication, stateless query) on the chosen workloads")
+    parser.add_argument("--cap-minutes", type=float, default=20,
+                        help="the scale workloads: stop a peer after this long")
+    parser.add_argument("--driver-memory", default="6g")
+    parser.add_argument("--soak", type=int, default=0, metavar="N",
+                        help="instead, the soak run over N micro-batches")
     parser.add_argument("--flink", action="store_true",
                         help="also run Flink (MultiJoin on the heap and in RocksDB, binary "
                         "joins, scan only) on the keyed workloads' files (needs the flink extra)")
@@ -58,12 +75,21 @@ def main() -> None:
         SparkSession.builder.master("local[2]").appName("multijoin-benchmark")
         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2" if args.tiny else "4")
-        .config("spark.driver.memory", "6g")).getOrCreate()
+        .config("spark.driver.memory", args.driver_memory)).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    if args.breakdown:
+    at_scale = [w for w in chosen if w.name in SCALE_NAMES]
+    others = [w for w in chosen if w.name not in SCALE_NAMES]
+    if args.soak:
+        run_soak(spark, args.soak, args.out, args.work / "soak", args.cap_minutes * 60)
+    elif args.breakdown:
         run_breakdown(spark, chosen, args.out, args.work)
     else:
-        run_benchmark(spark, chosen, args.out, args.work, tiny=args.tiny, with_flink=args.flink)
+        if others:
+            run_benchmark(spark, others, args.out, args.work, tiny=args.tiny,
+                          with_flink=args.flink)
+        if at_scale:
+            run_scale(spark, at_scale, args.out, args.work / "scale",
+                      args.cap_minutes * 60, with_flink=args.flink)
     spark.stop()
 
 

@@ -55,10 +55,13 @@ def measured_workload(spark: SparkSession, workload: Workload, folder: Path, tin
     """Both modes of `workload` over the files in `folder`, with their floors and ratios; fails
     where the modes' output rows differ from each other or from the batch query's."""
     result = {"workload": workload.name, "description": workload.description,
-              "input_rows": workload.input_rows}
-    for mode, enabled in (("chain", False), ("multi_join", True)):
+              "input_rows": workload.input_rows, **peers_not_available(spark)}
+    for mode, enabled, join_format in SPARK_PEERS:
+        if mode in result:
+            print(f"    {mode:<10} not available: {result[mode + '_not_available']}")
+            continue
         print(f"    {mode:<10} running ...", end="", flush=True)
-        result[mode] = run_mode(spark, workload, folder, enabled)
+        result[mode] = run_mode(spark, workload, folder, enabled, join_format)
         print(f"\r    {mode:<10} {result[mode]['wall_seconds']:>7.1f} s, "
               f"{result[mode]['output_rows']} output rows, "
               f"{result[mode]['state_rows_peak']} peak state rows", flush=True)
@@ -69,6 +72,22 @@ def measured_workload(spark: SparkSession, workload: Workload, folder: Path, tin
     if workload.check_flat_state:
         result["multi_join_state_flat"] = state_flat(result["multi_join"])
     return result
+
+
+# Spark's runs of a workload: mode, multi-join on, Spark's join state format (None: the
+# session's, Spark's default). Format 4 (SPARK-55144) is what a user of Spark 4.2 and later
+# would turn on for the chain.
+SPARK_PEERS = (("chain", False, None), ("chain_v4", False, "4"), ("multi_join", True, None))
+
+
+def peers_not_available(spark: SparkSession) -> dict:
+    """The Spark peers this Spark line has not, as None with the reason beside them: join state
+    format 4 came with Spark 4.2 (Spark 4.1 refuses the setting)."""
+    major, minor = (int(part) for part in spark.version.split(".")[:2])
+    if (major, minor) >= (4, 2):
+        return {}
+    return {"chain_v4": None, "chain_v4_not_available":
+            f"Spark {spark.version} has no join state format 4 (from Spark 4.2)"}
 
 
 def timings(spark: SparkSession, workload: Workload, folder: Path, tiny: bool) -> dict:
@@ -97,16 +116,19 @@ def check(workload: Workload, result: dict) -> None:
     """Fails where Spark's chain, the multi-join (in RocksDB and on the in-memory store) and the
     batch query disagree on the output rows, or where the plans are not the two modes'."""
     chain, multi = result["chain"], result["multi_join"]
-    if not chain["output_rows"] == multi["output_rows"] == result["batch_query_rows"]:
+    v4_rows = (result["chain_v4"] or chain)["output_rows"]
+    if not chain["output_rows"] == v4_rows == multi["output_rows"] == result["batch_query_rows"]:
         raise SystemExit(f"{workload.name}: output rows differ: {chain['output_rows']} with "
-                         f"Spark's chain, {multi['output_rows']} with the multi-join, "
+                         f"Spark's chain ({v4_rows} on join state format 4), "
+                         f"{multi['output_rows']} with the multi-join, "
                          f"{result['batch_query_rows']} with the batch query")
     in_memory = result["in_memory_store"]
     if in_memory and in_memory["output_rows"] != multi["output_rows"]:
         raise SystemExit(f"{workload.name}: output rows differ: {in_memory['output_rows']} with "
                          f"the multi-join on the in-memory store, {multi['output_rows']} in "
                          "RocksDB")
-    if not multi["multi_join_in_plan"] or chain["multi_join_in_plan"]:
+    if not multi["multi_join_in_plan"] or chain["multi_join_in_plan"] or (
+            result["chain_v4"] or {}).get("multi_join_in_plan"):
         raise SystemExit(f"{workload.name}: the plans are not the two modes")
 
 
@@ -117,13 +139,26 @@ def state_flat(multi: dict) -> bool:
     return max(later) <= 1.5 * max(1, min(later))
 
 
+def chain_ratios(result: dict) -> dict:
+    """Spark's chain on each join state format it ran against the multi-join: the default
+    format's under their plain names, format 4's with `_v4` (None where it did not run)."""
+    multi, ratios_of = result["multi_join"], {}
+    for mode, suffix in (("chain", ""), ("chain_v4", "_v4")):
+        chain = result.get(mode)
+        ratios_of.update({
+            f"state_rows_peak{suffix}": chain and ratio(chain["state_rows_peak"],
+                                                        multi["state_rows_peak"]),
+            f"state_bytes{suffix}": chain and ratio(chain["state_bytes_on_disk"],
+                                                    multi["state_bytes_on_disk"]),
+            f"wall_time{suffix}": chain and ratio(chain["wall_seconds"], multi["wall_seconds"])})
+    return ratios_of
+
+
 def ratios(result: dict) -> dict:
-    """Spark's chain against the multi-join, and the multi-join against its floors."""
-    chain, multi = result["chain"], result["multi_join"]
+    """Spark's chain (on both formats) against the multi-join, and the multi-join against its
+    floors."""
     return {
-        "state_rows_peak": ratio(chain["state_rows_peak"], multi["state_rows_peak"]),
-        "state_bytes": ratio(chain["state_bytes_on_disk"], multi["state_bytes_on_disk"]),
-        "wall_time": ratio(chain["wall_seconds"], multi["wall_seconds"]),
+        **chain_ratios(result),
         # The floor target: the same join over the same rows, streaming against batch.
         "multi_join_one_trigger_over_batch_query": ratio(
             result["multi_join_one_trigger_seconds"], result["batch_query_seconds"]),

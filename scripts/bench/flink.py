@@ -53,19 +53,34 @@ def add_peer(result: dict, workload: Workload, folder: Path) -> None:
     print(f"    ratios flink/multi: {result['flink_ratios']}", flush=True)
 
 
-def run_peer(workload: Workload, folder: Path, times: int) -> dict:
-    """Flink's MultiJoin (on the heap and in RocksDB), binary joins and a scan-only job over
-    `folder`'s files, in a subprocess of its own."""
+def run_peer(workload: Workload, folder: Path, times: int, modes: list[str] | None = None,
+             cap_seconds: float | None = None) -> dict:
+    """Flink's MultiJoin (on the heap and in RocksDB), binary joins and a scan-only job (or only
+    `modes`) over `folder`'s files, in a subprocess of its own, killed after `cap_seconds`
+    (subprocess.TimeoutExpired)."""
     spec = {"schemas": workload.schemas, "joins": workload.flink_joins,
             "folders": [str((folder / f"input{i}").resolve())
                         for i in range(len(workload.schemas))],
-            "parallelism": os.cpu_count() or 1, "times": times}
+            "parallelism": os.cpu_count() or 1, "times": times, "modes": modes}
     with tempfile.TemporaryDirectory() as scratch:
         spec_path, out_path = Path(scratch) / "spec.json", Path(scratch) / "out.json"
         spec_path.write_text(json.dumps(spec))
         subprocess.run([sys.executable, "-m", PEER_MODULE, str(spec_path), str(out_path)],
-                       check=True, stdin=subprocess.DEVNULL, cwd=ROOT)
+                       check=True, stdin=subprocess.DEVNULL, cwd=ROOT, timeout=cap_seconds)
         return json.loads(out_path.read_text())
+
+
+def capped_peer(workload: Workload, folder: Path, cap_seconds: float) -> dict:
+    """Flink's MultiJoin in RocksDB once over `folder`'s files (with its untimed count of the
+    output rows first), or not finished at `cap_seconds`: Flink reports no progress on the
+    way."""
+    try:
+        peer = run_peer(workload, folder, times=1, modes=["multi_join_rocksdb"],
+                        cap_seconds=cap_seconds)
+    except subprocess.TimeoutExpired:
+        return {"finished": False, "wall_seconds": cap_seconds}
+    return {"finished": True, "wall_seconds": peer["multi_join_rocksdb"]["seconds"],
+            "output_rows": peer["output_rows"]}
 
 
 def peer_result(workload: Workload, folder: Path, multi: dict) -> dict:

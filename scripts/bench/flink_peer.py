@@ -176,7 +176,7 @@ def main() -> None:
     with counter.execute_sql(sql["count"]).collect() as rows:
         output_rows = int(next(iter(rows))[0])
 
-    runs: dict[str, list[dict]] = {mode: [] for mode in MODES}
+    runs: dict[str, list[dict]] = {mode: [] for mode in spec.get("modes") or MODES}
     for _ in range(spec["times"]):  # alternating, so that every mode sees the machine alike
         for mode in runs:
             runs[mode].append(_run(spec, sql, mode))

@@ -35,25 +35,26 @@ def write_breakdown(breakdown: list[dict], out: Path) -> None:
 def markdown(results: list[dict]) -> str:
     """The tables: the headline, both modes side by side, then the floor, the in-memory store
     and Flink."""
-    lines = (summary_markdown(results) + modes_markdown(results) + floor_markdown(results)
+    lines = (summary_markdown(results) + modes_markdown(results) + chain_v4_markdown(results)
+             + floor_markdown(results)
              + in_memory_markdown(results) + flink_markdown(results))
     return "\n".join(lines) + "\n"
 
 
 def summary_markdown(results: list[dict]) -> list[str]:
-    """The headline: the multi-join against Spark's chain (its time against the median of the
-    multi-join's warm runs), and against Flink's MultiJoin like for like where Flink ran, in
-    micro-batches / one trigger (best runs; - where a side did not run)."""
+    """The headline: the multi-join against Spark's chain on its default join state format and
+    on format 4 (its time against the median of the multi-join's warm runs), and against Flink's
+    MultiJoin like for like where Flink ran, in micro-batches / one trigger (best runs; - where
+    a side did not run)."""
     with_flink = any("flink_ratios" in r for r in results)
-    heads = ["peak state rows, Spark's chain over multi-join",
-             "wall time, Spark's chain over multi-join (micro-batches)"]
+    heads = ["peak state rows, Spark's chain over multi-join (default / format 4)",
+             "state bytes on disk, Spark's chain over multi-join (default / format 4)",
+             "wall time, Spark's chain over multi-join, micro-batches (default / format 4)"]
     heads += [f"{title}, micro-batches / one trigger"
               for title in LIKE_FOR_LIKE.values()] if with_flink else []
     lines = ["| workload | " + " | ".join(heads) + " |", "| --- |" + " ---: |" * len(heads)]
     for r in results:
-        chain, multi = r["chain"], r["multi_join"]
-        cells = [f"{chain['state_rows_peak'] / max(multi['state_rows_peak'], 1):,.1f}x",
-                 f"{chain['wall_seconds'] / r['multi_join_micro_batches_seconds']:.2f}x"]
+        cells = chain_cells(r)
         for mode in LIKE_FOR_LIKE if with_flink else ():
             ratios = r.get("flink_ratios", {})
             cells.append(" / ".join(
@@ -62,6 +63,39 @@ def summary_markdown(results: list[dict]) -> list[str]:
                 for trigger in ("micro_batches", "one_trigger")))
         lines.append(f"| {r['workload']} | " + " | ".join(cells) + " |")
     return lines + [""]
+
+
+def chain_cells(r: dict) -> list[str]:
+    """Spark's chain over the multi-join in peak state rows, state bytes and wall time, on the
+    default join state format / format 4 (- where format 4 did not run)."""
+    multi = r["multi_join"]
+    ours = {"state_rows_peak": max(multi["state_rows_peak"], 1),
+            "state_bytes_on_disk": max(multi["state_bytes_on_disk"], 1),
+            "wall_seconds": r["multi_join_micro_batches_seconds"]}
+    return [" / ".join("-" if not r.get(mode) else f"{r[mode][field] / ours[field]:,.{digits}f}x"
+                       for mode in ("chain", "chain_v4"))
+            for field, digits in (("state_rows_peak", 1), ("state_bytes_on_disk", 1),
+                                  ("wall_seconds", 2))]
+
+
+def chain_v4_markdown(results: list[dict]) -> list[str]:
+    """Spark's chain on join state format 4 beside the default format, where it ran (or why
+    not)."""
+    lines = ["", "| workload | Spark's chain, format 4: wall s | p50 / p95 batch ms | peak state "
+             "rows | state MB on disk | default format: wall s | peak state rows | state MB |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in results:
+        v4, chain = r.get("chain_v4"), r["chain"]
+        if not v4:
+            lines.append(f"| {r['workload']} | not available: "
+                         f"{r.get('chain_v4_not_available', 'not run')} | | | | | | |")
+            continue
+        lines.append(
+            f"| {r['workload']} | {v4['wall_seconds']:.2f} | {v4['batch_ms_p50']:.0f} / "
+            f"{v4['batch_ms_p95']:.0f} | {v4['state_rows_peak']:,} | "
+            f"{v4['state_bytes_on_disk'] / 1e6:,.1f} | {chain['wall_seconds']:.2f} | "
+            f"{chain['state_rows_peak']:,} | {chain['state_bytes_on_disk'] / 1e6:,.1f} |")
+    return lines
 
 
 def modes_markdown(results: list[dict]) -> list[str]:

@@ -14,20 +14,26 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from scripts.bench import metrics
-from scripts.bench.runs import (IN_MEMORY_PROVIDER, folder_bytes, median_and_best, median_seconds,
-                                provider, run_to_end, seconds, timed_runs)
+from scripts.bench.runs import (IN_MEMORY_PROVIDER, JOIN_FORMAT_KEY, folder_bytes, median_and_best,
+                                median_seconds, provider, run_to_end, seconds, settings,
+                                timed_runs)
 from scripts.bench.workloads import Workload, inputs, streams
 from spark_multijoin import multi_join
 
 
-def run_mode(spark: SparkSession, workload: Workload, folder: Path, enabled: bool) -> dict:
-    """One run of `workload` in micro-batches with the multi-join off (Spark's chain) or on, and
-    what it kept in state per batch."""
+def run_mode(spark: SparkSession, workload: Workload, folder: Path, enabled: bool,
+             join_format: str | None = None) -> dict:
+    """One run of `workload` in micro-batches with the multi-join off (Spark's chain, on its
+    join state format `join_format`, None: the session's) or on, and what it kept in state per
+    batch."""
     multi_join(spark).enabled = enabled
-    checkpoint = folder / ("checkpoint_multi" if enabled else "checkpoint_chain")
+    checkpoint = folder / ("checkpoint_multi" if enabled else
+                           f"checkpoint_chain{'_v' + join_format if join_format else ''}")
     started = time.perf_counter()
-    query = (workload.query(streams(spark, workload, folder)).writeStream.format("noop")
-             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    with settings(spark, {JOIN_FORMAT_KEY: join_format}):
+        query = (workload.query(streams(spark, workload, folder)).writeStream.format("noop")
+                 .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True)
+                 .start())
     query.awaitTermination()
     wall = time.perf_counter() - started
     progress = [json.loads(p.json) for p in query.recentProgress]

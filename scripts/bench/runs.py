@@ -14,6 +14,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 PROVIDER_KEY = "spark.sql.streaming.stateStore.providerClass"
 IN_MEMORY_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+# Spark's join state format: a query records it in its checkpoint's offset log on its first
+# batch and keeps it on restarts, so each format runs on a checkpoint of its own.
+JOIN_FORMAT_KEY = "spark.sql.streaming.join.stateFormatVersion"
 
 
 def run_to_end(frame: DataFrame, checkpoint: Path) -> list[dict]:
@@ -33,12 +36,25 @@ def run_to_end(frame: DataFrame, checkpoint: Path) -> list[dict]:
 def provider(spark: SparkSession, provider_class: str | None) -> Iterator[None]:
     """The queries started in the block keep their state with `provider_class` (None: the
     session's)."""
-    previous = spark.conf.get(PROVIDER_KEY)
-    spark.conf.set(PROVIDER_KEY, provider_class or previous)
+    with settings(spark, {PROVIDER_KEY: provider_class}):
+        yield
+
+
+@contextmanager
+def settings(spark: SparkSession, values: dict[str, str | None]) -> Iterator[None]:
+    """The session's settings `values` in the block (None: left as they are), restored after."""
+    chosen = {key: value for key, value in values.items() if value is not None}
+    previous = {key: spark.conf.get(key, None) for key in chosen}
+    for key, value in chosen.items():
+        spark.conf.set(key, value)
     try:
         yield
     finally:
-        spark.conf.set(PROVIDER_KEY, previous)
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def seconds(run: Callable[[], None]) -> float:
@@ -64,4 +80,12 @@ def ratio(a: float, b: float) -> float | None:
 
 
 def folder_bytes(folder: Path) -> int:
-    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+    """The bytes of the files under `folder`, skipping those deleted while it counts (a running
+    query's maintenance deletes old files)."""
+    total = 0
+    for path in folder.rglob("*"):
+        try:
+            total += path.stat().st_size if path.is_file() else 0
+        except FileNotFoundError:
+            pass
+    return total

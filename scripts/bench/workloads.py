@@ -138,7 +138,10 @@ def outer_star(keys: int, n_batches: int, fan_out: int, n_inputs: int = 10) -> W
 
 def workloads(names: list[str], shrink: int) -> list[Workload]:
     """The named workloads, their keys divided by `shrink` (and, where it is not 1, fewer
-    batches and a smaller fan-out, for a smoke run); `scale` is three workloads."""
+    batches and a smaller fan-out, for a smoke run); `scale` is three workloads. The large
+    workloads of scale_workloads.py run only by name."""
+    from scripts.bench.scale_workloads import scale_workload  # it builds on this module
+
     chosen = []
     files = 4 if shrink == 1 else 2
     for name in names:
@@ -161,8 +164,14 @@ def workloads(names: list[str], shrink: int) -> list[Workload]:
                 chosen.append(keyed(f"scale_x{factor}", f"fan-out 1,10,10,10,2 over {keys} keys",
                                     [1, 10, 10, 10, 2], keys, files))
         else:
-            raise SystemExit(f"unknown workload {name!r}")
+            chosen.append(scale_workload(name, shrink) or unknown(name))
     return chosen
+
+
+def unknown(name: str) -> Workload:
+    from scripts.bench.scale_workloads import SCALE_NAMES
+
+    raise SystemExit(f"unknown workload {name!r}: choose from {', '.join(NAMES + SCALE_NAMES)}")
 
 
 def inputs(workload: Workload, folder: Path) -> Inputs:
