@@ -105,15 +105,18 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
   }
 
   /**
-   * `plan`, tagged with `verdicts`, and so are its multi-joins and, where it is a join, its
-   * condition. Why those too: later rules may replace the top node by a copy without its tags
-   * (RemoveRedundantAliases copies every Join), while a multi-join, and a condition no rule
-   * rewrites, stay the same objects, or are rewritten by transforms, which copy tags.
+   * `plan`, tagged with `verdicts`, and so are its multi-joins that carry no verdict yet and,
+   * where it is a join, its condition. Why those too: later rules may replace the top node by a
+   * copy without its tags (RemoveRedundantAliases copies every Join), while a multi-join, and a
+   * condition no rule rewrites, stay the same objects, or are rewritten by transforms, which copy
+   * tags. A multi-join's own verdict stays: the optimizer runs the rule again over its output,
+   * and a join kept above a multi-join is judged then, as a chain of its own.
    */
   private def tagged(plan: LogicalPlan, verdicts: Seq[FusionVerdict]): LogicalPlan = {
     plan.setTagValue(Tag, verdicts)
     plan.foreach {
-      case multiJoin: MultiJoin => multiJoin.setTagValue(Tag, verdicts)
+      case multiJoin: MultiJoin if multiJoin.getTagValue(Tag).isEmpty =>
+        multiJoin.setTagValue(Tag, verdicts)
       case _ =>
     }
     plan match {

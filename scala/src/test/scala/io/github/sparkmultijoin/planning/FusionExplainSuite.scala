@@ -95,6 +95,21 @@ class FusionExplainSuite extends MultiJoinSuiteBase {
     assert(section(printed(frame.explain())).isEmpty, "without the provider set")
   }
 
+  test("a multi-join keeps its verdict when the optimizer judges Spark's join above it again") {
+    Seq("orders", "payments", "shipments", "reviews", "customers").zipWithIndex.foreach {
+      case (view, i) => stream[(Int, Int)]("order_id", s"v$i").createOrReplaceTempView(view)
+    }
+    val frame = spark.sql("SELECT o.order_id, o.v0, p.v1, s.v2, r.v3, c.v4 FROM STREAM(orders) o " +
+      "JOIN STREAM(payments) p ON p.order_id = o.order_id " +
+      "JOIN STREAM(shipments) s ON s.order_id = p.order_id " +
+      "JOIN STREAM(reviews) r ON r.order_id = o.order_id AND r.v3 >= 3 " +
+      "JOIN STREAM(customers) c ON c.v4 = o.v0")
+    val messages = ruleMessages(frame)
+    assert(messages.exists(_.startsWith("Collapsed")), messages)
+    val Some(explained) = section(withExplained(printed(frame.explain())))
+    messages.foreach(message => assert(explained.contains(message), explained))
+  }
+
   test("FusionReport gives the rule's verdicts and EXPLAIN's very text") {
     val Seq(a, b, c, d) = named("a", "b", "c", "d")
     val static = Seq((1, 1)).toDF("k9", "v9")
