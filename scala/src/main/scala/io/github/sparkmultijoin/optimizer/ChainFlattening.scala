@@ -23,6 +23,7 @@ import org.apache.spark.sql.catalyst.plans.logical.{Filter, Join, LogicalPlan, P
  * @param aliases              the Projects' aliases, by the id of the column they define
  * @param joinedAboveFullOuter whether an inner input, inner condition or LEFT OUTER join applies
  *                             above a FULL OUTER join
+ * @param described            the inputs as the verdicts name them
  */
 private[optimizer] case class Chain(
     inputs: Seq[LogicalPlan],
@@ -30,7 +31,8 @@ private[optimizer] case class Chain(
     fullOuter: Set[Int],
     conjuncts: Seq[Conjunct],
     aliases: Map[ExprId, Expression],
-    joinedAboveFullOuter: Boolean) {
+    joinedAboveFullOuter: Boolean,
+    described: Seq[Input]) {
 
   def hasOuterJoins: Boolean = outerOrder.nonEmpty
 }
@@ -67,11 +69,11 @@ private[optimizer] object ChainFlattening extends PredicateHelper {
   }
 
   /** The chain of `join`, with the outer joins in it that run as inner ones. */
-  def flatten(join: Join): (Chain, Seq[OuterJoinMadeInner]) = {
-    val (plan, madeInner) = outerJoinsMadeInner(join, AttributeSet.empty)
+  def flatten(join: Join, names: InputNames): (Chain, Seq[OuterJoinMadeInner]) = {
+    val (plan, madeInner) = outerJoinsMadeInner(join, AttributeSet.empty, names)
     val builder = new ChainBuilder
     builder.add(plan)
-    (builder.result, madeInner)
+    (builder.result(names), madeInner)
   }
 
   /** A chain as flattening finds it, bottom up. */
@@ -113,9 +115,9 @@ private[optimizer] object ChainFlattening extends PredicateHelper {
         addInput(input)
     }
 
-    def result: Chain = Chain(inputs.toSeq, outerOrder.toSeq, fullOuter.toSet,
-      conjuncts.map(c => c.copy(expression = inline(c.expression))).toSeq, aliases.toMap,
-      joinedAboveFullOuter)
+    def result(names: InputNames): Chain = Chain(inputs.toSeq, outerOrder.toSeq,
+      fullOuter.toSet, conjuncts.map(c => c.copy(expression = inline(c.expression))).toSeq,
+      aliases.toMap, joinedAboveFullOuter, inputs.toSeq.map(names.of))
 
     private def addInput(input: LogicalPlan): Int = {
       inputs += input
@@ -160,9 +162,10 @@ private[optimizer] object ChainFlattening extends PredicateHelper {
    */
   private def outerJoinsMadeInner(
       plan: LogicalPlan,
-      rejected: AttributeSet): (LogicalPlan, Seq[OuterJoinMadeInner]) =
+      rejected: AttributeSet,
+      names: InputNames): (LogicalPlan, Seq[OuterJoinMadeInner]) =
     plan match {
-      case join: Join if continuesChain(join) => joinMadeInner(join, rejected)
+      case join: Join if continuesChain(join) => joinMadeInner(join, rejected, names)
       case project @ Project(projectList, child) if continuesChain(project) =>
         val rejectedBelow = projectList.flatMap {
           case attribute: Attribute if rejected.contains(attribute) => Seq(attribute)
@@ -170,11 +173,11 @@ private[optimizer] object ChainFlattening extends PredicateHelper {
             nullIntolerantColumns(alias.child)
           case _ => Nil
         }
-        val (below, madeInner) = outerJoinsMadeInner(child, AttributeSet(rejectedBelow))
+        val (below, madeInner) = outerJoinsMadeInner(child, AttributeSet(rejectedBelow), names)
         (project.copy(child = below), madeInner)
       case filter @ Filter(condition, child) if continuesChain(filter) =>
         val (below, madeInner) =
-          outerJoinsMadeInner(child, rejected ++ nullRejectedColumns(Some(condition)))
+          outerJoinsMadeInner(child, rejected ++ nullRejectedColumns(Some(condition)), names)
         (filter.copy(child = below), madeInner)
       case input => (input, Nil)
     }
@@ -182,7 +185,8 @@ private[optimizer] object ChainFlattening extends PredicateHelper {
   /** [[outerJoinsMadeInner]] of a join of the chain: it first, then its sides, left first. */
   private def joinMadeInner(
       join: Join,
-      rejected: AttributeSet): (LogicalPlan, Seq[OuterJoinMadeInner]) = {
+      rejected: AttributeSet,
+      names: InputNames): (LogicalPlan, Seq[OuterJoinMadeInner]) = {
     def padsRejected(side: LogicalPlan) = rejected.intersect(side.outputSet).nonEmpty
     // A FULL OUTER join whose right side only is rejected stays: as a RIGHT OUTER join it
     // would flatten another way, and the rule runs nothing inner above a FULL OUTER join.
@@ -191,10 +195,11 @@ private[optimizer] object ChainFlattening extends PredicateHelper {
       case (FullOuter, true, false) => LeftOuter
       case (joinType, _, _) => joinType
     }
-    val verdict = if (kept == join.joinType) Nil else Seq(madeInner(join, kept, padsRejected))
+    val verdict = if (kept == join.joinType) Nil else Seq(madeInner(join, kept, padsRejected, names))
     // An outer join's ON clause pads the rows it does not match instead of dropping them.
     val below = if (kept == Inner) rejected ++ nullRejectedColumns(join.condition) else rejected
-    def within(side: LogicalPlan) = outerJoinsMadeInner(side, below.intersect(side.outputSet))
+    def within(side: LogicalPlan) =
+      outerJoinsMadeInner(side, below.intersect(side.outputSet), names)
     kept match {
       case Inner =>
         val ((left, leftVerdicts), (right, rightVerdicts)) = (within(join.left), within(join.right))
@@ -212,13 +217,14 @@ private[optimizer] object ChainFlattening extends PredicateHelper {
   private def madeInner(
       join: Join,
       kept: JoinType,
-      rejected: LogicalPlan => Boolean): OuterJoinMadeInner = {
+      rejected: LogicalPlan => Boolean,
+      names: InputNames): OuterJoinMadeInner = {
     val padded = join.joinType match {
       case LeftOuter => Seq(join.right)
       case RightOuter => Seq(join.left)
       case _ => Seq(join.left, join.right).filter(rejected)
     }
-    OuterJoinMadeInner(join.joinType, padded.map(Input.of), kept)
+    OuterJoinMadeInner(join.joinType, padded.map(names.of), kept)
   }
 
   /** The columns whose nulls make a conjunct of `condition` null or false, dropping the row. */

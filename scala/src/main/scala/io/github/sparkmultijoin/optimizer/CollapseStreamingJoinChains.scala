@@ -1,5 +1,6 @@
 package io.github.sparkmultijoin.optimizer
 
+import java.util.UUID
 import java.util.concurrent.ConcurrentHashMap
 
 import scala.collection.mutable
@@ -10,10 +11,11 @@ import io.github.sparkmultijoin.optimizer.ChainFlattening.{continuesChain, isStr
 import io.github.sparkmultijoin.optimizer.FusionVerdict._
 
 import org.apache.spark.internal.Logging
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.AttributeSet
 import org.apache.spark.sql.catalyst.plans.logical.{Join, LogicalPlan, Project}
 import org.apache.spark.sql.catalyst.rules.Rule
-import org.apache.spark.sql.multijoin.MultiJoinConf
+import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
 
 /**
  * Rewrites a chain of streaming joins on one shared key into one [[MultiJoin]].
@@ -36,9 +38,10 @@ import org.apache.spark.sql.multijoin.MultiJoinConf
  * ([[OuterTreeChecks]] says when one can run them). The rewritten plan has exactly the output
  * attributes of the original and the rest of the plan is untouched.
  *
- * What it decided is a [[FusionVerdict]] each, logged once: what fused, why anything else stays
- * as Spark planned it, and warnings (an input that no interval condition bounds, a state store
- * that cannot hold the state). Batch plans are never touched.
+ * What it decided is a [[FusionVerdict]] each, attached to the plan (for EXPLAIN) and logged once
+ * a query: what fused, why anything else stays as Spark planned it, and warnings (an input that
+ * no interval condition bounds, a state store that cannot hold the state). Batch plans are never
+ * touched.
  *
  * It runs once, after Spark's operator optimizations (as a pre-CBO rule), so the joins it sees
  * have their filters and projections pushed down (and most outer joins whose nulls a later
@@ -56,11 +59,17 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
 
   override def apply(plan: LogicalPlan): LogicalPlan = {
     val (rewritten, verdicts) = rewrite(plan)
-    verdicts.foreach(logOnce)
+    val run = SparkSession.getActiveSession.flatMap(SparkInternals.runningQueryRun)
+    verdicts.foreach(logOnce(run, _))
     rewritten
   }
 
-  /** The plan the rule makes of `hintedPlan`, with its verdicts on it. */
+  /**
+   * The plan the rule makes of `hintedPlan`, and its verdicts, which are also on the plan
+   * ([[FusionVerdict.Tag]]): each chain's on the node that stands for it (the chain's top join
+   * where it stays, and the plan that replaces it and its multi-joins where it collapses), and
+   * those on the whole plan on each of its streaming joins.
+   */
   def rewrite(hintedPlan: LogicalPlan): (LogicalPlan, Seq[FusionVerdict]) = {
     // The hints' inputs, by their output; the hints' nodes go from every plan.
     val hinted = hintedPlan.collect { case hint: MultiJoinHint => hint.bound }.flatten
@@ -74,13 +83,35 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
     if (!plan.isStreaming || !plan.exists(isStreamingChainJoin)) {
       (plan, Nil)
     } else if (eligibility == Eligibility.Disabled) {
-      (plan, Seq(ConfDisabled))
+      onStreamingJoins(plan, ConfDisabled)
     } else {
       StateLayout.forSession(conf) match {
-        case Left(reason) => (plan, Seq(StoreUnsupported(reason)))
+        case Left(reason) => onStreamingJoins(plan, StoreUnsupported(reason))
         case Right(_) => collapseAll(plan, eligibility, ttls)
       }
     }
+  }
+
+  /** `plan`, each of its streaming joins tagged with `verdict`, which is about them all. */
+  private def onStreamingJoins(
+      plan: LogicalPlan,
+      verdict: FusionVerdict): (LogicalPlan, Seq[FusionVerdict]) = {
+    plan.foreach {
+      case join: Join if join.left.isStreaming && join.right.isStreaming =>
+        join.setTagValue(Tag, Seq(verdict))
+      case _ =>
+    }
+    (plan, Seq(verdict))
+  }
+
+  /** `plan`, tagged with `verdicts` (and its multi-joins too, as later rules may drop it). */
+  private def tagged(plan: LogicalPlan, verdicts: Seq[FusionVerdict]): LogicalPlan = {
+    plan.setTagValue(Tag, verdicts)
+    plan.foreach {
+      case multiJoin: MultiJoin => multiJoin.setTagValue(Tag, verdicts)
+      case _ =>
+    }
+    plan
   }
 
   /** Every chain of `plan` collapsed where it can be, top down, with the verdicts on each. */
@@ -91,16 +122,17 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
     val verdicts = mutable.ArrayBuffer.empty[FusionVerdict]
     val nextOperatorId = Iterator.iterate(FirstOperatorId)(_ + 1)
     val readOf = columnsRead(plan)
+    val names = new InputNames(plan)
     val rewritten = plan.transformDown {
       case join: Join if isStreamingChainJoin(join) =>
         val read = Option(readOf.get(join)).getOrElse(join.outputSet)
-        collapse(join, read, nextOperatorId, eligibility, ttls) match {
-          case Right((collapsed, said)) => verdicts ++= said; collapsed
-          case Left(kept) => verdicts += kept; join
+        collapse(join, read, nextOperatorId, eligibility, ttls, names) match {
+          case Right((collapsed, said)) => verdicts ++= said; tagged(collapsed, said)
+          case Left(kept) => verdicts += kept; tagged(join, Seq(kept))
         }
       case join @ Join(left, right, joinType, _, _) if left.isStreaming && right.isStreaming =>
         verdicts += UnsupportedJoinType(joinType)
-        join
+        tagged(join, Seq(UnsupportedJoinType(joinType)))
     }
     (rewritten, verdicts.toSeq)
   }
@@ -129,11 +161,12 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
       read: AttributeSet,
       nextOperatorId: Iterator[Long],
       eligibility: Eligibility,
-      ttls: StateTtls): Either[FusionVerdict, (LogicalPlan, Seq[FusionVerdict])] =
+      ttls: StateTtls,
+      names: InputNames): Either[FusionVerdict, (LogicalPlan, Seq[FusionVerdict])] =
     if (!continuesChain(join)) {
       Left(NondeterministicCondition(join.condition.map(_.sql).getOrElse("")))
     } else {
-      val (chain, madeInner) = ChainFlattening.flatten(join)
+      val (chain, madeInner) = ChainFlattening.flatten(join, names)
       val groupSize = MultiJoinConf.maxTables(conf).getOrElse(chain.inputs.length)
       for {
         groups <- KeyGroups.of(chain, eligibility)
@@ -142,10 +175,10 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
           nextOperatorId)
       } yield {
         val (joined, operatorIds) = assembled
-        val (withTtls, ttlsNotApplied) = ttls.applied(joined)
+        val (withTtls, ttlsNotApplied) = ttls.applied(joined, names)
         val fused = collapsed(chain, groups, operatorIds, eligibility)
         (PlanAssembly.withOutputOf(join, withTtls, chain),
-          unboundedInputs(withTtls) ++ ttlsNotApplied ++ (fused +: madeInner))
+          unboundedInputs(withTtls, names) ++ ttlsNotApplied ++ (fused +: madeInner))
       }
     }
 
@@ -156,11 +189,11 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
       operatorIds: Seq[Seq[Long]],
       eligibility: Eligibility): Collapsed = {
     val fused = groups.zip(operatorIds).map { case (group, ids) =>
-      FusedGroup(group.inputs.map(input => Input.of(chain.inputs(input))),
+      FusedGroup(group.inputs.map(chain.described),
         group.keyClasses.map(_.map(_._2.sql)), ids)
     }
     val others = chain.inputs.indices.filterNot(groups.flatMap(_.inputs).contains).map { input =>
-      val described = Input.of(chain.inputs(input))
+      val described = chain.described(input)
       if (chain.inputs(input).isStreaming) OffTheKey(described) else StaticInput(described)
     }
     Collapsed(fused, others, byHint = eligibility.isInstanceOf[Eligibility.ByHint])
@@ -170,10 +203,10 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
    * Where some inputs have event times, the state is meant to be bounded: the inputs that no
    * interval condition bounds and no state TTL limits, as their rows then stay in state for good.
    */
-  private def unboundedInputs(collapsed: LogicalPlan): Seq[UnboundedInput] =
-    collapsed.collect { case multiJoin: MultiJoin => unboundedInputs(multiJoin) }.flatten
+  private def unboundedInputs(collapsed: LogicalPlan, names: InputNames): Seq[UnboundedInput] =
+    collapsed.collect { case multiJoin: MultiJoin => unboundedInputs(multiJoin, names) }.flatten
 
-  private def unboundedInputs(multiJoin: MultiJoin): Seq[UnboundedInput] = {
+  private def unboundedInputs(multiJoin: MultiJoin, names: InputNames): Seq[UnboundedInput] = {
     val outputs = multiJoin.children.map(_.output)
     val times = EventTimeBounds.eventTimeColumns(outputs)
     if (times.exists(_.isDefined)) {
@@ -181,7 +214,7 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
       val offsets = EventTimeBounds.evictionOffsets(outputs, conjuncts, multiJoin.tree)
       multiJoin.children.indices.collect {
         case input if offsets(input).isEmpty && multiJoin.stateTtlsMs(input).isEmpty =>
-          UnboundedInput(multiJoin.operatorId, Input.of(multiJoin.children(input)),
+          UnboundedInput(multiJoin.operatorId, names.of(multiJoin.children(input)),
             times(input).map(_.name))
       }
     } else {
@@ -189,12 +222,19 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
     }
   }
 
-  private val loggedMessages = ConcurrentHashMap.newKeySet[String]()
+  /** The messages logged, by the run of the streaming query they were logged for (or None). */
+  private val loggedMessages = ConcurrentHashMap.newKeySet[(Option[UUID], String)]()
 
-  // The optimizer runs on every micro-batch; a verdict is worth reading once.
-  private def logOnce(verdict: FusionVerdict): Unit = {
+  /**
+   * Logs `verdict` unless it was logged for the same run of a streaming query (`run`) already:
+   * the optimizer runs on every micro-batch, and a verdict is worth reading once a query. Plans
+   * outside a running query (`df.explain()`) log each message once.
+   */
+  private def logOnce(run: Option[UUID], verdict: FusionVerdict): Unit = {
     val message = verdict.message
-    if (loggedMessages.add(message)) {
+    // Forgetting now and then bounds the memory of a driver that starts many queries.
+    if (loggedMessages.size > 10000) loggedMessages.clear()
+    if (loggedMessages.add(run -> message)) {
       if (verdict.isWarning) logWarning(message) else logInfo(message)
     }
   }

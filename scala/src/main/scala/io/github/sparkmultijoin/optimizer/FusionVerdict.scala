@@ -1,21 +1,30 @@
 package io.github.sparkmultijoin.optimizer
 
+import io.github.sparkmultijoin.optimizer.VerdictArg._
+
 import org.apache.spark.sql.catalyst.plans.{Inner, JoinType}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.multijoin.MultiJoinConf
 import org.apache.spark.sql.types.DataType
+import org.json4s.{JBool, JNull, JObject, JString, JValue}
 
 /**
  * What [[CollapseStreamingJoinChains]] decided about a plan: which inputs fused into which
  * multi-join on which key, and why each join or input it leaves to Spark stays.
  *
- * Why values rather than log lines: the log, the rule's tests and the advisor's differential
- * test read the same decisions, and showing them anywhere else (EXPLAIN) needs them as data. Each
- * verdict is a code with its arguments, so it can be matched on or worded another way;
- * [[FusionVerdict.render]] is the one place that words them, and its words are what the Python
- * advisor gives as its reasons.
+ * Why values rather than log lines: the log, EXPLAIN, the rule's tests and the Python advisor
+ * read the same decisions. Each verdict is a `code` with its `args`; the words are the code's
+ * template in [[VerdictTemplates]], filled with the arguments' text, and [[FusionVerdict.json]]
+ * gives the arguments as JSON, so that a reader need not parse the words.
  */
 sealed trait FusionVerdict {
+
+  /** The verdict's code (UPPER_SNAKE), the key of its template. */
+  def code: String
+
+  /** The verdict's arguments: every placeholder of its template, and maybe more. */
+  def args: Seq[(String, VerdictArg)]
 
   /** Whether the user should act on it: the rule logs it as a WARNING. */
   def isWarning: Boolean = false
@@ -25,38 +34,96 @@ sealed trait FusionVerdict {
 
 object FusionVerdict {
 
-  /** An input, by its output columns: how the verdicts name inputs that have no name. */
-  case class Input(columns: Seq[String])
+  /**
+   * The verdicts the rule made of a chain (or of the whole plan), on the node of the plan it
+   * returns that stands for the chain: what EXPLAIN shows, reached from the physical plan through
+   * its logical links.
+   */
+  val Tag: TreeNodeTag[Seq[FusionVerdict]] = TreeNodeTag("spark-multijoin.fusionVerdicts")
+
+  /**
+   * An input: by the name the query gave it (its alias, or its table or view) where the plan
+   * still knows it, and by its output columns.
+   */
+  case class Input(name: Option[String], columns: Seq[String]) {
+    def shown: String = name.getOrElse(columns.mkString("[", ", ", "]"))
+  }
 
   object Input {
-    def of(plan: LogicalPlan): Input = Input(plan.output.map(_.name))
+
+    /** `plan` by its columns alone. */
+    def of(plan: LogicalPlan): Input = Input(None, plan.output.map(_.name))
   }
 
   /**
    * Inputs of a chain that fused, on a key (per key column, its members' SQL), into the
    * multi-joins with `operatorIds` (several where max-tables splits them).
    */
-  case class FusedGroup(inputs: Seq[Input], key: Seq[Seq[String]], operatorIds: Seq[Long])
+  case class FusedGroup(inputs: Seq[Input], key: Seq[Seq[String]], operatorIds: Seq[Long]) {
+    def arg: VerdictArg = part("COLLAPSED.GROUP", "inputs" -> inputList(inputs),
+      "keyColumns" -> number(key.length), "key" -> list(key.map(c => list(c.map(text)))),
+      "operatorIds" -> list(operatorIds.map(number)))
+  }
 
   /** Why an input of a collapsed chain is joined by Spark's join instead. */
-  sealed trait LeftToSpark { def input: Input }
-  case class StaticInput(input: Input) extends LeftToSpark
-  case class OffTheKey(input: Input) extends LeftToSpark
+  sealed trait LeftToSpark {
+    def input: Input
+    def arg: VerdictArg
+  }
+  case class StaticInput(input: Input) extends LeftToSpark {
+    def arg: VerdictArg = part("COLLAPSED.STATIC_INPUT", "input" -> VerdictArg.input(input),
+      "reason" -> text("STATIC_INPUT"))
+  }
+  case class OffTheKey(input: Input) extends LeftToSpark {
+    def arg: VerdictArg = part("COLLAPSED.OFF_THE_KEY", "input" -> VerdictArg.input(input),
+      "reason" -> text("OFF_THE_KEY"))
+  }
 
   // What fused.
 
   /** A chain collapsed into the multi-joins of `groups`; `byHint` where the hint enabled it. */
   case class Collapsed(groups: Seq[FusedGroup], joinedBySpark: Seq[LeftToSpark], byHint: Boolean)
-    extends FusionVerdict
+    extends FusionVerdict {
+    def code: String = "COLLAPSED"
+    def args: Seq[(String, VerdictArg)] = {
+      val others = list(joinedBySpark.map(_.arg))
+      Seq(
+        "chainLength" -> number(groups.map(_.inputs.length).sum + joinedBySpark.length),
+        "multiJoins" -> number(groups.length),
+        "groups" -> list(groups.map(_.arg), "; "),
+        "joinedBySpark" -> VerdictArg(
+          if (joinedBySpark.isEmpty) ""
+          else VerdictTemplates.fill("COLLAPSED.JOINED_BY_SPARK", Seq("inputs" -> others.text)),
+          others.json),
+        "byHint" -> VerdictArg(
+          if (byHint) VerdictTemplates.fill("COLLAPSED.BY_HINT", Seq("hint" -> hintName)) else "",
+          JBool(byHint)))
+    }
+  }
 
   /** An outer join of a chain runs as `runsAs`, as a condition above rejects its padded rows. */
   case class OuterJoinMadeInner(joinType: JoinType, padded: Seq[Input], runsAs: JoinType)
-    extends FusionVerdict
+    extends FusionVerdict {
+    def code: String = "OUTER_JOIN_MADE_INNER"
+    def args: Seq[(String, VerdictArg)] = Seq(
+      "joinType" -> text(joinType.sql),
+      "padded" -> VerdictArg(padded.map(_.shown).mkString(" and "), inputList(padded).json),
+      "runsAs" -> VerdictArg(if (runsAs == Inner) "an INNER" else s"a ${runsAs.sql}",
+        JString(runsAs.sql)))
+  }
 
   /** An input of a multi-join whose rows stay in state for good; `eventTime` its column. */
   case class UnboundedInput(operatorId: Long, input: Input, eventTime: Option[String])
     extends FusionVerdict {
+    def code: String = "UNBOUNDED_INPUT"
     override def isWarning: Boolean = true
+    def args: Seq[(String, VerdictArg)] = Seq(
+      "operatorId" -> number(operatorId),
+      "input" -> VerdictArg.input(input),
+      "eventTime" -> VerdictArg(eventTime.getOrElse(""), eventTime.fold[JValue](JNull)(JString)),
+      "why" -> text(eventTime.fold(VerdictTemplates.fill("UNBOUNDED_INPUT.NO_EVENT_TIME", Nil)) {
+        time => VerdictTemplates.fill("UNBOUNDED_INPUT.NOT_BOUNDED", Seq("eventTime" -> time))
+      }))
   }
 
   /**
@@ -64,167 +131,141 @@ object FusionVerdict {
    * takes no TTL.
    */
   case class TtlNotAppliedWithOuter(operatorId: Long, input: Input) extends FusionVerdict {
+    def code: String = "TTL_NOT_APPLIED_WITH_OUTER"
     override def isWarning: Boolean = true
+    def args: Seq[(String, VerdictArg)] = Seq("operatorId" -> number(operatorId),
+      "input" -> VerdictArg.input(input), "hint" -> text(ResolveMultiJoinHint.StateTtlHintName))
   }
 
   // Why every streaming join of the plan runs as Spark planned it.
 
-  case object ConfDisabled extends FusionVerdict
+  case object ConfDisabled extends FusionVerdict {
+    def code: String = "CONF_DISABLED"
+    def args: Seq[(String, VerdictArg)] =
+      Seq("conf" -> text(MultiJoinConf.ENABLED.key), "hint" -> text(hintName))
+  }
 
   /** The session's state store cannot hold a multi-join's state, and `reason` says why. */
   case class StoreUnsupported(reason: String) extends FusionVerdict {
+    def code: String = "STORE_UNSUPPORTED"
     override def isWarning: Boolean = true
+    def args: Seq[(String, VerdictArg)] = Seq("reason" -> text(reason))
   }
 
   // Why one join, or a chain, stays as Spark planned it.
 
-  case class UnsupportedJoinType(joinType: JoinType) extends FusionVerdict
+  case class UnsupportedJoinType(joinType: JoinType) extends FusionVerdict {
+    def code: String = "UNSUPPORTED_JOIN_TYPE"
+    def args: Seq[(String, VerdictArg)] = Seq("joinType" -> text(joinType.toString))
+  }
 
   /** A chain that stays as Spark planned it; `inputs`, where a case has them, are its inputs. */
   sealed trait ChainKept extends FusionVerdict
 
+  /** A kept chain that names its inputs: its arguments are theirs, their count, and `more`. */
+  sealed trait InputsKept extends ChainKept {
+    def inputs: Seq[Input]
+    protected def more: Seq[(String, VerdictArg)]
+    def args: Seq[(String, VerdictArg)] =
+      Seq("inputs" -> inputList(inputs), "chainLength" -> number(inputs.length)) ++ more
+  }
+
   /** The join's `condition` (its SQL) is not deterministic. */
-  case class NondeterministicCondition(condition: String) extends ChainKept
+  case class NondeterministicCondition(condition: String) extends ChainKept {
+    def code: String = "NONDETERMINISTIC_CONDITION"
+    def args: Seq[(String, VerdictArg)] = Seq("condition" -> text(condition))
+  }
 
   /** The conf is off, and the hint names some inputs of a chain with outer joins, not all. */
-  case class HintMissesOuterInputs(inputs: Seq[Input]) extends ChainKept
+  case class HintMissesOuterInputs(inputs: Seq[Input]) extends InputsKept {
+    def code: String = "HINT_MISSES_OUTER_INPUTS"
+    protected def more: Seq[(String, VerdictArg)] = Seq("hint" -> text(hintName))
+  }
 
   /** Fewer than three of the chain's streaming inputs may fuse. */
-  case class TooFewStreamingInputs(inputs: Seq[Input]) extends ChainKept
-  case class OuterWithStaticInput(inputs: Seq[Input]) extends ChainKept
+  case class TooFewStreamingInputs(inputs: Seq[Input]) extends InputsKept {
+    def code: String = "TOO_FEW_STREAMING_INPUTS"
+    protected def more: Seq[(String, VerdictArg)] = Nil
+  }
+  case class OuterWithStaticInput(inputs: Seq[Input]) extends InputsKept {
+    def code: String = "OUTER_WITH_STATIC_INPUT"
+    protected def more: Seq[(String, VerdictArg)] = Nil
+  }
 
   /** No key is equal across three or more streaming inputs; `conditions` the chain's, as SQL. */
-  case class NoSharedKey(inputs: Seq[Input], conditions: Seq[String]) extends ChainKept
+  case class NoSharedKey(inputs: Seq[Input], conditions: Seq[String]) extends InputsKept {
+    def code: String = "NO_SHARED_KEY"
+    protected def more: Seq[(String, VerdictArg)] =
+      Seq("conditions" -> list(conditions.map(text), " AND "))
+  }
 
   /** The key's `keyType` cannot be compared by its bytes, as the operator's state does. */
-  case class UnstableKeyType(inputs: Seq[Input], keyType: DataType) extends ChainKept
+  case class UnstableKeyType(inputs: Seq[Input], keyType: DataType) extends InputsKept {
+    def code: String = "UNSTABLE_KEY_TYPE"
+    protected def more: Seq[(String, VerdictArg)] = Seq("keyType" -> text(keyType.sql))
+  }
 
   /** Spark's stream-stream join of `next` to the rest would see several event-time `columns`. */
-  case class MultipleEventTimeColumns(columns: Seq[String], next: Input) extends ChainKept
+  case class MultipleEventTimeColumns(columns: Seq[String], next: Input) extends ChainKept {
+    def code: String = "MULTIPLE_EVENT_TIME_COLUMNS"
+    def args: Seq[(String, VerdictArg)] =
+      Seq("columns" -> list(columns.map(text)), "next" -> input(next))
+  }
 
   /** Why a chain with outer joins is not one [[io.github.sparkmultijoin.analysis.JoinTree]]. */
-  sealed trait OuterChainKept extends ChainKept { def inputs: Seq[Input] }
-  case class MaxTablesSplitsOuter(inputs: Seq[Input], maxTables: Int) extends OuterChainKept
-  case class OuterAboveFullOuter(inputs: Seq[Input]) extends OuterChainKept
+  sealed trait OuterChainKept extends InputsKept
+  case class MaxTablesSplitsOuter(inputs: Seq[Input], maxTables: Int) extends OuterChainKept {
+    def code: String = "MAX_TABLES_SPLITS_OUTER"
+    protected def more: Seq[(String, VerdictArg)] =
+      Seq("conf" -> text(MultiJoinConf.MAX_TABLES.key), "maxTables" -> number(maxTables))
+  }
+  case class OuterAboveFullOuter(inputs: Seq[Input]) extends OuterChainKept {
+    def code: String = "OUTER_ABOVE_FULL_OUTER"
+    protected def more: Seq[(String, VerdictArg)] = Nil
+  }
 
   /** The ON clause of `fullOuter` has a conjunct, `condition`, that can hold on nulls. */
   case class FullOuterHoldsOnNull(inputs: Seq[Input], fullOuter: Input, condition: String)
-    extends OuterChainKept
+    extends OuterChainKept {
+    def code: String = "FULL_OUTER_HOLDS_ON_NULL"
+    protected def more: Seq[(String, VerdictArg)] =
+      Seq("fullOuter" -> input(fullOuter), "condition" -> text(condition))
+  }
 
   /** An inner condition reads an outer join's null-padded side. */
-  case class ConditionReadsPadded(inputs: Seq[Input], condition: String) extends OuterChainKept
+  case class ConditionReadsPadded(inputs: Seq[Input], condition: String) extends OuterChainKept {
+    def code: String = "CONDITION_READS_PADDED"
+    protected def more: Seq[(String, VerdictArg)] = Seq("condition" -> text(condition))
+  }
 
   /** The inner joins do not equate `key` (its members' SQL) among the inner inputs. */
-  case class InnerInputsMissKey(inputs: Seq[Input], key: Seq[String]) extends OuterChainKept
+  case class InnerInputsMissKey(inputs: Seq[Input], key: Seq[String]) extends OuterChainKept {
+    def code: String = "INNER_INPUTS_MISS_KEY"
+    protected def more: Seq[(String, VerdictArg)] = Seq("key" -> list(key.map(text)))
+  }
 
   /** The ON clause of `outer` equates `key` to no input joined before it. */
   case class OuterInputMissesKey(inputs: Seq[Input], outer: Input, key: Seq[String])
-    extends OuterChainKept
-  case class OuterInputsUnbounded(inputs: Seq[Input]) extends OuterChainKept
-
-  /** The words of `verdict`: what the rule logs, and what the advisor's reasons must match. */
-  def render(verdict: FusionVerdict): String = verdict match {
-    case collapsed: Collapsed => collapsedMessage(collapsed)
-    case OuterJoinMadeInner(joinType, padded, runsAs) =>
-      val as = if (runsAs == Inner) "an INNER" else s"a ${runsAs.sql}"
-      s"The ${joinType.sql} join that pads ${padded.map(show).mkString(" and ")} with nulls " +
-        s"runs as $as join: a condition above it rejects those null-padded rows (Spark's " +
-        "optimizer does the same where that condition is a filter right above the join)."
-    case UnboundedInput(_, input, eventTime) =>
-      val why = eventTime.fold("it has no event-time column with a watermark") { time =>
-        s"no interval condition bounds $time against every other input's event time, " +
-          "directly or through other inputs"
-      }
-      s"Input ${show(input)} of a streaming multi-join is unbounded: $why, so its rows are " +
-        "kept in state for good."
-    case TtlNotAppliedWithOuter(_, input) =>
-      s"The ${ResolveMultiJoinHint.StateTtlHintName} hint on ${show(input)} does not apply: it " +
-        "is an input of a multi-join with outer joins, which keeps each input's rows exactly as " +
-        "long as its time bounds say. Null-padded rows are decided by the rows of every input; " +
-        "a row a TTL dropped sooner could have a row come out both matched and null-padded, " +
-        "and an emitted row cannot be retracted."
-    case ConfDisabled =>
-      s"Streaming joins run as Spark planned them: ${MultiJoinConf.ENABLED.key} is false. Set " +
-        "it to true to run chains of joins on one key as one StreamingMultiJoin (or name a " +
-        s"chain's inputs in the ${ResolveMultiJoinHint.HintName} hint)."
-    case StoreUnsupported(reason) => s"Streaming joins run as Spark planned them: $reason"
-    case UnsupportedJoinType(joinType) =>
-      s"A streaming $joinType join keeps Spark's binary operator: multi-joins are of INNER, " +
-        "LEFT OUTER, RIGHT OUTER and FULL OUTER joins."
-    case kept: ChainKept => chainKeptMessage(kept)
+    extends OuterChainKept {
+    def code: String = "OUTER_INPUT_MISSES_KEY"
+    protected def more: Seq[(String, VerdictArg)] =
+      Seq("outer" -> input(outer), "key" -> list(key.map(text)))
+  }
+  case class OuterInputsUnbounded(inputs: Seq[Input]) extends OuterChainKept {
+    def code: String = "OUTER_INPUTS_UNBOUNDED"
+    protected def more: Seq[(String, VerdictArg)] = Nil
   }
 
-  private def collapsedMessage(collapsed: Collapsed): String = {
-    val fused = collapsed.groups.map { group =>
-      s"${shown(group.inputs)} on ${group.key.length} key column(s)"
-    }
-    val others = collapsed.joinedBySpark.map {
-      case StaticInput(input) => s"${show(input)} is static"
-      case OffTheKey(input) =>
-        s"${show(input)} does not share the key of three or more streaming inputs"
-    }
-    val chainLength = collapsed.groups.map(_.inputs.length).sum + others.length
-    s"Collapsed a chain of $chainLength joins into ${collapsed.groups.length} multi-join(s) of " +
-      s"streaming inputs: ${fused.mkString("; ")}" +
-      (if (others.isEmpty) "" else s". Joined by Spark's joins: ${others.mkString(", ")}.") +
-      (if (collapsed.byHint) s" (by the ${ResolveMultiJoinHint.HintName} hint)" else "")
-  }
+  /** The words of `verdict`: its code's template filled with its arguments' text. */
+  def render(verdict: FusionVerdict): String =
+    VerdictTemplates.fill(verdict.code, verdict.args.map { case (name, arg) => name -> arg.text })
 
-  private def chainKeptMessage(kept: ChainKept): String = kept match {
-    case NondeterministicCondition(condition) =>
-      "A streaming join stays as Spark planned it: its condition is not deterministic: " +
-        condition
-    case HintMissesOuterInputs(inputs) =>
-      "A chain of streaming joins with outer joins stays as Spark planned it: the " +
-        s"${ResolveMultiJoinHint.HintName} hint does not name all its inputs (${shown(inputs)})."
-    case TooFewStreamingInputs(inputs) =>
-      "A streaming join of two inputs stays as Spark planned it: Spark's join of two inputs " +
-        s"already keeps only input rows (${shown(inputs)})."
-    case OuterWithStaticInput(inputs) =>
-      "A chain of streaming joins with outer joins and a static input stays as Spark planned " +
-        s"it (${shown(inputs)})."
-    case NoSharedKey(inputs, conditions) =>
-      s"A chain of ${inputs.length} streaming joins stays as Spark planned it: no common key, " +
-        "the equi-join conditions do not make one key equal across three or more streaming " +
-        s"inputs (${shown(inputs)}). Conditions: ${conditions.mkString(" AND ")}"
-    case UnstableKeyType(inputs, keyType) =>
-      s"A chain of ${inputs.length} streaming joins stays as Spark planned it: its key type " +
-        s"${keyType.sql} cannot be compared by its bytes (${shown(inputs)})."
-    case MultipleEventTimeColumns(columns, next) =>
-      "A chain of streaming joins stays as Spark planned it: its inputs outside a multi-join " +
-        "are joined by Spark's stream-stream join, which would see the event-time columns " +
-        s"${columns.mkString(", ")} on one side and takes only one. Drop all but one of them " +
-        s"before ${show(next)} is joined, or join it on the key."
-    case outer: OuterChainKept =>
-      s"A chain of ${outer.inputs.length} streaming joins with outer joins stays as Spark " +
-        s"planned it: ${outerProblem(outer)} (${shown(outer.inputs)})."
-  }
+  /** `verdict` as JSON: `{"code", "args", "message", "warning"}`. */
+  def json(verdict: FusionVerdict): JObject = JObject(
+    "code" -> JString(verdict.code),
+    "args" -> JObject(verdict.args.map { case (name, arg) => name -> arg.json }.toList),
+    "message" -> JString(verdict.message),
+    "warning" -> JBool(verdict.isWarning))
 
-  private def outerProblem(outer: OuterChainKept): String = outer match {
-    case MaxTablesSplitsOuter(_, maxTables) =>
-      s"${MultiJoinConf.MAX_TABLES.key} = $maxTables would split it"
-    case OuterAboveFullOuter(_) =>
-      "an inner join, a filter or a LEFT OUTER join applies above a FULL OUTER join; only " +
-        "FULL OUTER joins may follow one"
-    case FullOuterHoldsOnNull(_, fullOuter, condition) =>
-      s"the FULL OUTER join of ${show(fullOuter)} has a condition that can hold where a column " +
-        s"it reads is null: $condition"
-    case ConditionReadsPadded(_, condition) =>
-      s"$condition uses the null-padded side of an outer join"
-    case InnerInputsMissKey(_, key) =>
-      s"the inner joins do not equate the key (${key.mkString(", ")}) among the inner inputs " +
-        "themselves"
-    case OuterInputMissesKey(_, outer, key) =>
-      s"the ON clause of ${show(outer)} does not equate its key (${key.mkString(", ")}) to " +
-        "that of an input joined before it"
-    case OuterInputsUnbounded(_) =>
-      "an outer join's null-padded rows come out once the watermark shows a row can no longer " +
-        "match, which needs watermarks and interval conditions bounding every input's event " +
-        "time (a state TTL cannot stand in for them: null-padded rows would depend on the rows " +
-        "it drops)"
-  }
-
-  private def show(input: Input): String = input.columns.mkString("[", ", ", "]")
-
-  private def shown(inputs: Seq[Input]): String = inputs.map(show).mkString(", ")
+  private def hintName: String = ResolveMultiJoinHint.HintName
 }

@@ -1,6 +1,6 @@
 package io.github.sparkmultijoin.optimizer
 
-import io.github.sparkmultijoin.optimizer.FusionVerdict.{HintMissesOuterInputs, Input, NoSharedKey, OuterWithStaticInput, TooFewStreamingInputs, UnstableKeyType}
+import io.github.sparkmultijoin.optimizer.FusionVerdict.{HintMissesOuterInputs, NoSharedKey, OuterWithStaticInput, TooFewStreamingInputs, UnstableKeyType}
 
 import org.apache.spark.sql.catalyst.util.UnsafeRowUtils
 import org.apache.spark.sql.types.DataType
@@ -28,7 +28,7 @@ private[optimizer] object KeyGroups {
    */
   def of(chain: Chain, eligibility: Eligibility): Either[FusionVerdict, Seq[KeyGroup]] = {
     val inputs = chain.inputs
-    val described = inputs.map(Input.of)
+    val described = chain.described
     val admitted = inputs.indices.filter(input => eligibility.admits(inputs(input)))
     val streaming = admitted.filter(inputs(_).isStreaming)
     lazy val classes = EquivalentKeys.all(inputs, chain.conjuncts.map(_.expression))

@@ -34,7 +34,7 @@ private[optimizer] object OuterTreeChecks {
       chain: Chain,
       keyClasses: Seq[EquivalentKeys.KeyClass],
       groupSize: Int): Either[OuterChainKept, JoinTree] = {
-    val inputs = chain.inputs.map(Input.of)
+    val inputs = chain.described
     val inner = chain.inputs.indices.filterNot(chain.outerOrder.contains)
     for {
       _ <- Either.cond(groupSize >= inputs.length, (), MaxTablesSplitsOuter(inputs, groupSize))

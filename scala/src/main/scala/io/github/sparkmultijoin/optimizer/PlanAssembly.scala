@@ -50,7 +50,14 @@ private[optimizer] object PlanAssembly {
       chain.aliases.get(attribute.exprId).map(_.references.toSeq).getOrElse(Seq(attribute))
     })
     val operatorIds = (first +: others).map(_.collect { case m: MultiJoin => m.operatorId }.sorted)
-    joinedAbove(first, static ++ others ++ streaming, pending, neededAbove).map(_ -> operatorIds)
+    // A part is an input of the chain, named as the chain names it, or a multi-join.
+    def described(part: LogicalPlan): Input =
+      inputs.indexWhere(_ eq part) match {
+        case -1 => Input.of(part)
+        case input => chain.described(input)
+      }
+    joinedAbove(first, static ++ others ++ streaming, pending, neededAbove, described)
+      .map(_ -> operatorIds)
   }
 
   /** `collapsed` with the output attributes of `join`, recomputing the chain's aliases on top. */
@@ -156,18 +163,19 @@ private[optimizer] object PlanAssembly {
       below: LogicalPlan,
       parts: Seq[LogicalPlan],
       pending: Seq[Conjunct],
-      neededAbove: AttributeSet): Either[FusionVerdict, LogicalPlan] =
+      neededAbove: AttributeSet,
+      described: LogicalPlan => Input): Either[FusionVerdict, LogicalPlan] =
     parts.find(linked(below, _, pending)).orElse(parts.headOption) match {
       case None =>
         assert(pending.isEmpty, s"conditions not placed in any join: $pending")
         Right(below)
       case Some(next) =>
         val needed = neededAbove ++ AttributeSet(pending.flatMap(_.expression.references))
-        eventTimeProblem(below, next, needed) match {
+        eventTimeProblem(below, next, needed, described) match {
           case Some(problem) => Left(problem)
           case None =>
             val (joined, rest) = binaryJoin(below, next, pending)
-            joinedAbove(joined, parts.filterNot(_ eq next), rest, neededAbove)
+            joinedAbove(joined, parts.filterNot(_ eq next), rest, neededAbove, described)
         }
     }
 
@@ -189,13 +197,14 @@ private[optimizer] object PlanAssembly {
   private def eventTimeProblem(
       below: LogicalPlan,
       next: LogicalPlan,
-      needed: AttributeSet): Option[MultipleEventTimeColumns] =
+      needed: AttributeSet,
+      described: LogicalPlan => Input): Option[MultipleEventTimeColumns] =
     if (!below.isStreaming || !next.isStreaming) None
     else {
       Seq(below, next).map(_.output.filter { column =>
         column.metadata.contains(EventTimeWatermark.delayKey) && needed.contains(column)
       }).find(_.length > 1).map { columns =>
-        MultipleEventTimeColumns(columns.map(_.name), Input.of(next))
+        MultipleEventTimeColumns(columns.map(_.name), described(next))
       }
     }
 }

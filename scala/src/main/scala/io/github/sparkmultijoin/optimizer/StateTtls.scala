@@ -1,7 +1,7 @@
 package io.github.sparkmultijoin.optimizer
 
 import io.github.sparkmultijoin.logical.MultiJoin
-import io.github.sparkmultijoin.optimizer.FusionVerdict.{Input, TtlNotAppliedWithOuter}
+import io.github.sparkmultijoin.optimizer.FusionVerdict.TtlNotAppliedWithOuter
 
 import org.apache.spark.sql.catalyst.expressions.ExprId
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
@@ -26,12 +26,15 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
  */
 private[optimizer] case class StateTtls(session: Option[Long], hinted: Seq[(Set[ExprId], Long)]) {
 
-  /** `plan` with each of its multi-joins' inputs' TTLs set, and warnings of hints that do not. */
-  def applied(plan: LogicalPlan): (LogicalPlan, Seq[FusionVerdict]) = {
+  /**
+   * `plan` with each of its multi-joins' inputs' TTLs set, and warnings of hints that do not
+   * apply, naming the inputs by `names`.
+   */
+  def applied(plan: LogicalPlan, names: InputNames): (LogicalPlan, Seq[FusionVerdict]) = {
     val notApplied = plan.collect {
       case multiJoin: MultiJoin if multiJoin.tree.outerInputs.nonEmpty =>
         multiJoin.children.filter(hintFor(_).isDefined)
-          .map(input => TtlNotAppliedWithOuter(multiJoin.operatorId, Input.of(input)))
+          .map(input => TtlNotAppliedWithOuter(multiJoin.operatorId, names.of(input)))
     }.flatten
     val withTtls = plan.transform {
       case multiJoin: MultiJoin if multiJoin.tree.outerInputs.isEmpty =>

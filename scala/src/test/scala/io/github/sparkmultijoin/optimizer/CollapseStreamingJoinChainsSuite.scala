@@ -158,7 +158,7 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
     }
     val Seq(a, b, c, d) = keyed(4)
     val Seq(Collapsed(Seq(group), Nil, false)) = verdicts(chain(Seq(a, b, c, d)))
-    assert(group.inputs == (0 until 4).map(i => Input(Seq(s"k$i", s"v$i"))))
+    assert(group.inputs == (0 until 4).map(i => Input(None, Seq(s"k$i", s"v$i"))))
     assert(group.key.map(_.length) == Seq(4), group.key)
     assert(group.operatorIds == Seq(CollapseStreamingJoinChains.FirstOperatorId))
     // The chain stays for want of a key, and then its join of two inputs for want of a third.
@@ -461,12 +461,13 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
     val Seq(a, b, c) = timed(3).zip(Seq("a", "b", "c")).map { case (f, n) => f.alias(n) }
     val star = a.join(b, onKeys(1, 0) && within(1, 0, 10), "left_outer")
       .join(c, onKeys(2, 0) && within(2, 0, 10), "left_outer").hint("STATE_TTL", "b", "1h")
-    // The rule logs each verdict once, this one first here: the hint names no other input.
+    // The rule logs each verdict once, this one first here: the hint names no other input. The
+    // input is named by its alias.
     val warned = LogCapture.of(CollapseStreamingJoinChains.getClass) {
       assert(multiJoins(star).map(_.stateTtlsMs) == Seq(Seq(None, None, None)))
     }.filter(_.startsWith("WARN ")).map(_.stripPrefix("WARN "))
     assert(
-      warned == Seq("The STATE_TTL hint on [k1, v1, t1] does not apply: it is an input of " +
+      warned == Seq("The STATE_TTL hint on b does not apply: it is an input of " +
         "a multi-join with outer joins, which keeps each input's rows exactly as long as its " +
         "time bounds say. Null-padded rows are decided by the rows of every input; a row a TTL " +
         "dropped sooner could have a row come out both matched and null-padded, and an emitted " +

@@ -11,6 +11,7 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.analysis.StreamingJoinHelper
 import org.apache.spark.sql.catalyst.expressions.{AttributeSet, Expression}
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.classic
 import org.apache.spark.sql.execution.streaming.ProcessingTimeTrigger
@@ -82,6 +83,9 @@ object SparkInternals extends SparkLineInternals {
       query <- runningQuery(session)
       execution <- Option(query.lastExecution)
     } yield execution
+
+  /** The run id of the streaming query whose micro-batch is planned on this thread, if any. */
+  def runningQueryRun(session: SparkSession): Option[UUID] = runningQuery(session).map(_.runId)
 
   /** The streaming query whose micro-batch runs on this thread, if any. */
   private def runningQuery(session: SparkSession): Option[StreamExecution] =
@@ -184,6 +188,16 @@ object SparkInternals extends SparkLineInternals {
     setConfsOfBatch(new OffsetSeqLog(session, new Path(checkpoint, "offsets").toString), batch,
       conf)
     conf
+  }
+
+  /**
+   * The optimized plan of `frame` as `explain()` makes it before the query starts: its logical
+   * plan normalized and optimized, on its session. Unlike `queryExecution.optimizedPlan`, this
+   * takes streaming plans, which a batch execution refuses.
+   */
+  def optimizedAsExplained(frame: classic.Dataset[_]): LogicalPlan = {
+    val session = frame.sparkSession
+    session.withActive(session.sessionState.optimizer.execute(frame.queryExecution.normalized))
   }
 
   /** A DataFrame of `rows`, which have `schema`. */
