@@ -108,7 +108,8 @@ class _Pipeline:
 
     def joins(self, statement: Statement) -> bool:
         query = self.queries[id(statement)]
-        return not defines_view(statement) and query is not None and query.find(exp.Join) is not None
+        return not defines_view(statement) and query is not None and \
+            query.find(exp.Join) is not None
 
     def unplanned(self, statement: Statement) -> StatementAdvice:
         return StatementAdvice(statement.location, _title(statement), [], defines_view(statement))

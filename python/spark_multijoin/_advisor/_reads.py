@@ -115,8 +115,10 @@ class Reads:
             if defined is not None:
                 self._derived[id(table)] = defined
             else:
-                self.of_table[id(table)] = Read(table, name, table.alias_or_name, bool(
-                    self._streaming(table)), table.meta.get(WATERMARK))
+                read = Read(table, name, table.alias_or_name, bool(self._streaming(table)),
+                            table.meta.get(WATERMARK))
+                self.of_table[id(table)] = read
+                self.placed.columns.setdefault(read.key, {})
         for select in query.find_all(exp.Select):
             self._place_select(select)
         return self.placed.assumed[before:]
@@ -151,7 +153,9 @@ class Reads:
             if watermark is not None:
                 self.place(item, watermark.column, timestamp=True)
         for column in select.find_all(exp.Column):
-            if column.is_star or column.find_ancestor(exp.Select) is not select:
+            # A hint's arguments name relations, not columns.
+            if column.is_star or column.find_ancestor(exp.Select) is not select or \
+                    column.find_ancestor(exp.Hint) is not None:
                 continue
             table = column.table.lower()
             if table:

@@ -74,12 +74,13 @@ class StatementInputs:
 def verdict_of(report: dict[str, Any], inputs: StatementInputs) -> Verdict:
     verdicts = report.get("verdicts", [])
     collapsed = [v for v in verdicts if v["code"] == COLLAPSED]
-    groups = [group for v in collapsed for group in v["args"].get("groups", [])]
-    unbounded = {v["args"].get("input") for v in verdicts if v["code"] == UNBOUNDED_INPUT}
+    groups = [group for v in collapsed for group in v["args"]["groups"]]
+    unbounded = {input_name(v["args"]["input"]) for v in verdicts
+                 if v["code"] == UNBOUNDED_INPUT}
     bounded: dict[str, bool | None] = {}
     kept: dict[str, str] = {}
     unsure = []
-    for name in (name for group in groups for name in group.get("inputs", [])):
+    for name in (input_name(entry) for group in groups for entry in group["inputs"]):
         if name in inputs.watermark_unknown:
             bounded[name], kept[name] = None, "not known here"
             unsure.append(name)
@@ -95,14 +96,20 @@ def verdict_of(report: dict[str, Any], inputs: StatementInputs) -> Verdict:
             "(their stand-ins have none, and the rule's word on them is about those).")
     return Verdict(
         inputs.location, inputs.statement, inputs.inputs, inputs.streaming,
-        fused_groups=[list(group.get("inputs", [])) for group in groups],
-        keys=[[list(column) for column in group.get("key", [])] for group in groups],
+        fused_groups=[[input_name(entry) for entry in group["inputs"]] for group in groups],
+        keys=[[list(column) for column in group["key"]] for group in groups],
         bounded=bounded, state_kept=kept,
         reasons=[v["message"] for v in verdicts if not v["warning"] and
                  (v["code"] != COLLAPSED or _leaves_inputs(v))],
         warnings=[v["message"] for v in verdicts if v["warning"]],
         unknowns=unknowns, streaming_chain_inputs=inputs.streaming_chain_inputs,
         explain=report.get("explain", ""))
+
+
+def input_name(entry: dict[str, Any]) -> str:
+    """An input as the report gives it: by the name the query gave it, else by its columns, as
+    the rule's messages show it."""
+    return entry.get("name") or "[" + ", ".join(entry.get("columns", [])) + "]"
 
 
 def _leaves_inputs(collapsed: dict[str, Any]) -> bool:
