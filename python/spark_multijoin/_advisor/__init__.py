@@ -66,7 +66,7 @@ def advise_sources(sources: Sequence[tuple[str, str]], *, streaming: Iterable[st
                    ) -> list[StatementAdvice]:
     """As `advise`, per statement, over several sources (file name, SQL) read as one pipeline:
     a view one defines is inlined where another reads it."""
-    base_conf = {_conf_key(key): str(value).lower() if isinstance(value, bool) else str(value)
+    base_conf = {key: str(value).lower() if isinstance(value, bool) else str(value)
                  for key, value in (conf or {}).items()}
     found = [statement for name, sql in sources
              for statement in statements(sql, name, dialect, base_conf)]
@@ -146,20 +146,22 @@ class _Pipeline:
         selects = [select for select in query.find_all(exp.Select) if select.args.get("joins")]
         items = {item.alias_or_name: item for select in selects for item in items_of(select)}
         streams = [name for name, item in items.items() if self.reads.streaming(item)]
-        unknown = {name for name in streams if self._external_unwatermarked(items[name])}
+        unknown = {name for stream in streams for name in self._unwatermarked(items[stream])}
         chain = max((sum(self.reads.streaming(item) for item in items_of(select))
                      for select in selects), default=0)
         return StatementInputs(statement.location, _title(statement), list(items), streams,
                                unknown, chain, self.assumed.get(id(statement), []) +
                                self._typed(query))
 
-    def _external_unwatermarked(self, item: exp.Expr) -> bool:
-        """Whether `item` reads, as a stream, a relation defined outside the SQL without a
-        WATERMARK clause on it or on a query over it."""
+    def _unwatermarked(self, item: exp.Expr) -> list[str]:
+        """If `item` reads, as a stream, a relation defined outside the SQL without a WATERMARK
+        clause on it or on a query over it: its name and theirs (the rule may name it by
+        either)."""
         if item.meta.get(WATERMARK) is not None:
-            return False
-        return any(read.streaming and read.watermark is None and read.name not in self.tables
-                   for read in self.reads.under(item))
+            return []
+        reads = [read.alias for read in self.reads.under(item) if read.streaming and
+                 read.watermark is None and read.name not in self.tables]
+        return [item.alias_or_name] + reads if reads else []
 
     def _typed(self, query: exp.Query) -> list[str]:
         """The stand-ins the statement reads whose columns the advisor typed itself."""
@@ -179,11 +181,6 @@ def _with_schema(types: dict, schema: Mapping[str, Mapping[str, str]]) -> dict:
     given = {name.lower(): {column.lower(): data_type for column, data_type in columns.items()}
              for name, columns in schema.items()}
     return {key: given.get(key[0], columns) for key, columns in types.items()}
-
-
-def _conf_key(key: str) -> str:
-    # The rule's confs also go by their spark.-prefixed alias (SparkConf takes only those).
-    return key[len("spark."):] if key.startswith("spark.multi-join.") else key
 
 
 _TITLE = re.compile(

@@ -86,9 +86,9 @@ class Planner:
     def configure(self, conf: Mapping[str, str]) -> None:
         """The statement's confs (those set earlier are unset first); the rule enabled unless
         they say otherwise."""
-        for key in self._set - set(conf):
+        wanted = {ENABLED_KEY: "true", **{_conf_key(key): value for key, value in conf.items()}}
+        for key in self._set - set(wanted):
             self.spark.conf.unset(key)
-        wanted = {ENABLED_KEY: "true", **conf}
         for key, value in wanted.items():
             try:
                 self.spark.conf.set(key, value)
@@ -100,6 +100,11 @@ class Planner:
         from spark_multijoin._verdicts import fusion_report
 
         return fusion_report(frame)
+
+
+def _conf_key(key: str) -> str:
+    # The rule's confs also go by their spark.-prefixed alias (SparkConf takes only those).
+    return key[len("spark."):] if key.startswith("spark.multi-join.") else key
 
 
 def _first_line(error: Exception) -> str:

@@ -25,8 +25,8 @@ class Verdict:
       the watermark passes, or by a state TTL), None where the SQL cannot tell (an input defined
       outside it, read without a WATERMARK clause, whose stand-in has none); `state_kept` says it
       in words.
-    - `reasons`: the rule's verdicts on why joins stay Spark's (and on a collapsed chain that
-      leaves inputs to Spark's joins), in its words.
+    - `reasons`: the rule's other verdicts, in its words: what it collapsed, and why joins stay
+      Spark's.
     - `warnings`: the verdicts the rule gives as warnings (an unbounded input...).
     - `unknowns`: what the advisor cannot know from SQL, and what it assumed to plan it.
     - `explain`: the rule's text as `df.explain()` shows it for the statement's query.
@@ -99,8 +99,7 @@ def verdict_of(report: dict[str, Any], inputs: StatementInputs) -> Verdict:
         fused_groups=[[input_name(entry) for entry in group["inputs"]] for group in groups],
         keys=[[list(column) for column in group["key"]] for group in groups],
         bounded=bounded, state_kept=kept,
-        reasons=[v["message"] for v in verdicts if not v["warning"] and
-                 (v["code"] != COLLAPSED or _leaves_inputs(v))],
+        reasons=[v["message"] for v in verdicts if not v["warning"]],
         warnings=[v["message"] for v in verdicts if v["warning"]],
         unknowns=unknowns, streaming_chain_inputs=inputs.streaming_chain_inputs,
         explain=report.get("explain", ""))
@@ -110,9 +109,3 @@ def input_name(entry: dict[str, Any]) -> str:
     """An input as the report gives it: by the name the query gave it, else by its columns, as
     the rule's messages show it."""
     return entry.get("name") or "[" + ", ".join(entry.get("columns", [])) + "]"
-
-
-def _leaves_inputs(collapsed: dict[str, Any]) -> bool:
-    """Whether a collapsed chain leaves inputs to Spark's joins: then its message is a reason
-    (the report's multi-join lines say the rest)."""
-    return bool(collapsed["args"].get("joinedBySpark"))
