@@ -19,6 +19,8 @@ from spark_multijoin import (
 from spark_multijoin._configure import (
     CHANGELOG_CHECKPOINTING,
     CHECKPOINT_FILE_MANAGER,
+    EXPLAIN_GENERATOR_CLASS,
+    EXPLAIN_PROVIDERS,
     LOCAL_CHECKPOINT_FILE_MANAGER,
 )
 from spark_multijoin._jars import bundled_jars, running_spark_version
@@ -37,6 +39,7 @@ def test_adds_jar_extension_provider_changelog_checkpointing_and_file_manager_to
     settings = options(builder)
     assert settings["spark.jars"] == jar_path()
     assert settings["spark.sql.extensions"] == EXTENSION_CLASS
+    assert settings[EXPLAIN_PROVIDERS] == EXPLAIN_GENERATOR_CLASS
     assert settings["spark.sql.streaming.stateStore.providerClass"] == ROCKSDB_PROVIDER
     assert settings[CHANGELOG_CHECKPOINTING] == "true"
     assert settings[CHECKPOINT_FILE_MANAGER] == LOCAL_CHECKPOINT_FILE_MANAGER
@@ -48,10 +51,13 @@ def test_appends_to_existing_settings_and_keeps_the_chosen_provider_and_checkpoi
                .config(CHECKPOINT_FILE_MANAGER, "com.example.FileManager")
                .config("spark.jars", "/opt/other.jar")
                .config("spark.sql.extensions", "com.example.OtherExtension")
+               .config(EXPLAIN_PROVIDERS, "com.example.Explain, com.example.More")
                .config("spark.sql.streaming.stateStore.providerClass", "com.example.Provider"))
     settings = options(configure_spark_with_multijoin(builder))
     assert settings["spark.jars"] == f"/opt/other.jar,{jar_path()}"
     assert settings["spark.sql.extensions"] == f"com.example.OtherExtension,{EXTENSION_CLASS}"
+    assert settings[EXPLAIN_PROVIDERS] == \
+        f"com.example.Explain,com.example.More,{EXPLAIN_GENERATOR_CLASS}"
     assert settings["spark.sql.streaming.stateStore.providerClass"] == "com.example.Provider"
     assert settings[CHANGELOG_CHECKPOINTING] == "false"
     assert settings[CHECKPOINT_FILE_MANAGER] == "com.example.FileManager"
@@ -60,6 +66,7 @@ def test_appends_to_existing_settings_and_keeps_the_chosen_provider_and_checkpoi
 def test_configuring_twice_adds_nothing_twice():
     builder = configure_spark_with_multijoin(configure_spark_with_multijoin(SparkSession.Builder()))
     assert options(builder)["spark.sql.extensions"] == EXTENSION_CLASS
+    assert options(builder)[EXPLAIN_PROVIDERS] == EXPLAIN_GENERATOR_CLASS
     assert options(builder)["spark.jars"] == jar_path()
 
 
@@ -74,6 +81,7 @@ def test_the_package_carries_a_jar_per_supported_line_and_is_typed():
 
 def test_session_has_the_extension(spark):
     assert EXTENSION_CLASS in spark.conf.get("spark.sql.extensions")
+    assert EXPLAIN_GENERATOR_CLASS in spark.conf.get(EXPLAIN_PROVIDERS)
     assert spark.conf.get("spark.sql.streaming.stateStore.providerClass") == ROCKSDB_PROVIDER
     # So every test query, the restart tests' included, runs with changelog checkpointing and
     # writes its checkpoint through the local file system's manager.

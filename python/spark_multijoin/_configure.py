@@ -8,10 +8,12 @@ from pyspark.sql import SparkSession
 from spark_multijoin._jars import jar_for, running_spark_version
 
 EXTENSION_CLASS = "io.github.sparkmultijoin.MultiJoinExtension"
+EXPLAIN_GENERATOR_CLASS = "io.github.sparkmultijoin.planning.FusionExplainGenerator"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 _JARS = "spark.jars"
 _EXTENSIONS = "spark.sql.extensions"
+EXPLAIN_PROVIDERS = "spark.sql.extendedExplainProviders"
 _PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 CHANGELOG_CHECKPOINTING = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 CHECKPOINT_FILE_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
@@ -36,8 +38,10 @@ def _appended(existing: str | None, value: str) -> str:
 def configure_spark_with_multijoin(builder: SparkSession.Builder) -> SparkSession.Builder:
     """Return `builder` set up to run spark-multijoin.
 
-    Adds the bundled jar for the Spark line that will run (`jar_path()`) to `spark.jars` and
-    the extension to `spark.sql.extensions`, after what is already there, and sets the RocksDB
+    Adds the bundled jar for the Spark line that will run (`jar_path()`) to `spark.jars`, the
+    extension to `spark.sql.extensions`, and the generator of EXPLAIN's section on streaming
+    joins (what fused, and why the rest did not) to `spark.sql.extendedExplainProviders`, each
+    after what is already there, and sets the RocksDB
     state store provider unless one was chosen (the multi-join runs on RocksDB, and on Spark's
     in-memory store, Spark's default). Unless set, it also turns on RocksDB's changelog
     checkpointing: a commit then writes the batch's changes rather than a snapshot of the store,
@@ -54,6 +58,8 @@ def configure_spark_with_multijoin(builder: SparkSession.Builder) -> SparkSessio
     options: dict[str, str] = getattr(builder, "_options", {})
     builder = builder.config(_JARS, _appended(options.get(_JARS), jar_path()))
     builder = builder.config(_EXTENSIONS, _appended(options.get(_EXTENSIONS), EXTENSION_CLASS))
+    builder = builder.config(EXPLAIN_PROVIDERS,
+                             _appended(options.get(EXPLAIN_PROVIDERS), EXPLAIN_GENERATOR_CLASS))
     if _PROVIDER not in options:
         builder = builder.config(_PROVIDER, ROCKSDB_PROVIDER)
     if CHANGELOG_CHECKPOINTING not in options:

@@ -195,7 +195,8 @@ private[optimizer] object ChainFlattening extends PredicateHelper {
       case (FullOuter, true, false) => LeftOuter
       case (joinType, _, _) => joinType
     }
-    val verdict = if (kept == join.joinType) Nil else Seq(madeInner(join, kept, padsRejected, names))
+    val verdict =
+      if (kept == join.joinType) Nil else Seq(madeInner(join, kept, padsRejected, names))
     // An outer join's ON clause pads the rows it does not match instead of dropping them.
     val below = if (kept == Inner) rejected ++ nullRejectedColumns(join.condition) else rejected
     def within(side: LogicalPlan) =

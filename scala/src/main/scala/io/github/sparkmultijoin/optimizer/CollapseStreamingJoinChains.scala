@@ -98,17 +98,26 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
       verdict: FusionVerdict): (LogicalPlan, Seq[FusionVerdict]) = {
     plan.foreach {
       case join: Join if join.left.isStreaming && join.right.isStreaming =>
-        join.setTagValue(Tag, Seq(verdict))
+        tagged(join, Seq(verdict))
       case _ =>
     }
     (plan, Seq(verdict))
   }
 
-  /** `plan`, tagged with `verdicts` (and its multi-joins too, as later rules may drop it). */
+  /**
+   * `plan`, tagged with `verdicts`, and so are its multi-joins and, where it is a join, its
+   * condition. Why those too: later rules may replace the top node by a copy without its tags
+   * (RemoveRedundantAliases copies every Join), while a multi-join, and a condition no rule
+   * rewrites, stay the same objects, or are rewritten by transforms, which copy tags.
+   */
   private def tagged(plan: LogicalPlan, verdicts: Seq[FusionVerdict]): LogicalPlan = {
     plan.setTagValue(Tag, verdicts)
     plan.foreach {
       case multiJoin: MultiJoin => multiJoin.setTagValue(Tag, verdicts)
+      case _ =>
+    }
+    plan match {
+      case join: Join => join.condition.foreach(_.setTagValue(Tag, verdicts))
       case _ =>
     }
     plan

@@ -18,8 +18,9 @@ object VerdictArg {
 
   /** Named as the query names it (or by its columns); in JSON, its name (or null) and columns. */
   def input(input: Input): VerdictArg = VerdictArg(input.shown,
-    JObject("name" -> input.name.fold[JValue](JNull)(JString), "columns" ->
-      JArray(input.columns.map(JString).toList)))
+    JObject("name" -> input.name.fold[JValue](JNull)(JString),
+      "columns" ->
+        JArray(input.columns.map(JString).toList)))
 
   def inputList(inputs: Seq[Input]): VerdictArg = list(inputs.map(input))
 

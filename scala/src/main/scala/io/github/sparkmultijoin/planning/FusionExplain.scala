@@ -38,8 +38,10 @@ object FusionExplain {
 
   /** The verdicts on each chain of streaming joins of the logical `plan`, top down. */
   def chains(plan: LogicalPlan): Seq[Seq[FusionVerdict]] =
-    plan.collectWithSubqueries { case node => node.getTagValue(FusionVerdict.Tag) }.flatten
-      .distinct
+    plan.collectWithSubqueries { case node =>
+      node.getTagValue(FusionVerdict.Tag).toSeq ++
+        node.expressions.flatMap(_.getTagValue(FusionVerdict.Tag))
+    }.flatten.distinct
 
   /**
    * The section's text: per chain a heading, a line per multi-join it fused into (its operator
