@@ -124,8 +124,7 @@ class _Pipeline:
             failed = []
             for name, query in pending:
                 try:
-                    planner.run(f"CREATE OR REPLACE TEMPORARY VIEW `{name}` AS "
-                                f"{spark_sql(query)}", f"view {name}")
+                    planner.view(name, spark_sql(query))
                 except SqlError as error:
                     failed.append((name, query, error))
             if len(failed) == len(pending):

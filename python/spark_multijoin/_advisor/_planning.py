@@ -59,11 +59,11 @@ class Planner:
         sessions.setActiveSession(spark._jsparkSession)
         self._folder = tempfile.TemporaryDirectory(prefix="spark-multijoin-advise-")
         self._set: set[str] = set()
+        self._views: list[str] = []
 
     def close(self) -> None:
-        for view in self.spark.catalog.listTables():
-            if view.isTemporary:
-                self.spark.catalog.dropTempView(view.name)
+        for view in self._views:
+            self.spark.catalog.dropTempView(view)
         self._folder.cleanup()
         sessions = self.spark._jvm.org.apache.spark.sql.SparkSession
         if self._previous.isDefined():
@@ -75,6 +75,12 @@ class Planner:
         """A temporary view `view` of `schema`: a stream of no files, or a batch of them."""
         reader = self.spark.readStream if streaming else self.spark.read
         reader.schema(schema).json(self._folder.name).createOrReplaceTempView(view)
+        self._views.append(view)
+
+    def view(self, name: str, sql: str) -> None:
+        """A temporary view `name` of the query `sql` (Spark SQL)."""
+        self.run(f"CREATE OR REPLACE TEMPORARY VIEW `{name}` AS {sql}", f"view {name}")
+        self._views.append(name)
 
     def run(self, sql: str, location: str) -> DataFrame:
         try:
