@@ -25,8 +25,6 @@ from support.runs import session_conf
 ROOT = Path(__file__).resolve().parents[2]
 HEADING = "== Extended Information (spark-multijoin) ==\n"
 RANDOM_QUERIES = 25
-EXPLAIN_PROVIDERS = "spark.sql.extendedExplainProviders"
-EXPLAIN_GENERATOR = "io.github.sparkmultijoin.planning.FusionExplainGenerator"
 UNSUPPORTED_OPERATION_CHECK = "spark.sql.streaming.unsupportedOperationCheck"
 
 # The docs' inputs, as the examples read them.
@@ -63,7 +61,7 @@ def explained(spark, sql: str, conf: dict[str, object]) -> tuple[str, dict]:
     report on it (`fusion_report`), which EXPLAIN shows where Spark can plan the query
     physically (not where Spark's own join would refuse it, with MULTIPLE_EVENT_TIME_COLUMNS)."""
     # Batch planning of a streaming query stops at that check before it reaches the hook.
-    confs = {**conf, EXPLAIN_PROVIDERS: EXPLAIN_GENERATOR, UNSUPPORTED_OPERATION_CHECK: False}
+    confs = {**conf, UNSUPPORTED_OPERATION_CHECK: False}
     with session_conf(spark, confs):
         frame = spark.sql(sql)
         try:

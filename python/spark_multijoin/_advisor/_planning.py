@@ -9,6 +9,7 @@ the same context, so that its stand-in views and confs stay its own.
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from typing import Mapping
 
@@ -83,11 +84,16 @@ class Planner:
         self._views.append(name)
 
     def run(self, sql: str, location: str) -> DataFrame:
+        # pyspark logs each error of the JVM as it raises it; the advisor says it once, here.
+        context_log = logging.getLogger("SQLQueryContextLogger")
+        context_log.disabled, was_disabled = True, context_log.disabled
         try:
             return self.spark.sql(sql)
         except PySparkException as error:
             raise SqlError(f"{location}: Spark cannot plan it: {_first_line(error)}\n"
                            f"  the Spark SQL planned: {sql}") from error
+        finally:
+            context_log.disabled = was_disabled
 
     def configure(self, conf: Mapping[str, str]) -> None:
         """The statement's confs (those set earlier are unset first); the rule enabled unless
