@@ -79,21 +79,20 @@ def verdict_of(report: dict[str, Any], inputs: StatementInputs) -> Verdict:
                  if v["code"] == UNBOUNDED_INPUT}
     bounded: dict[str, bool | None] = {}
     kept: dict[str, str] = {}
-    unsure = []
     for name in (input_name(entry) for group in groups for entry in group["inputs"]):
         if name in inputs.watermark_unknown:
             bounded[name], kept[name] = None, "not known here"
-            unsure.append(name)
         elif name in unbounded:
             bounded[name], kept[name] = False, "for good (see the warning)"
         else:
             bounded[name], kept[name] = True, "until its bound passes"
     unknowns = list(inputs.unknowns)
-    if unsure:
+    unwatermarked = [name for name in inputs.streaming if name in inputs.watermark_unknown]
+    if unwatermarked:
         unknowns.append(
-            f"{', '.join(unsure)}: defined outside this SQL and read without a WATERMARK "
-            "clause; whether a watermark bounds their rows in the multi-join is not known here "
-            "(their stand-ins have none, and the rule's word on them is about those).")
+            f"{', '.join(unwatermarked)}: defined outside this SQL and read without a WATERMARK "
+            "clause, so whether a watermark bounds their rows is not known here: their "
+            "stand-ins have none, and what the rule says of their bounds is about those.")
     return Verdict(
         inputs.location, inputs.statement, inputs.inputs, inputs.streaming,
         fused_groups=[[input_name(entry) for entry in group["inputs"]] for group in groups],
