@@ -23,6 +23,7 @@ def test_without_stream_reads_or_names_every_input_is_streaming(spark):
     (verdict,) = advise(chain())
     assert verdict.streaming == ["a", "b", "c", "d"]
     assert verdict.fused_groups == [["a", "b", "c", "d"]]
+    assert verdict.spark_sql.startswith("SELECT * FROM a AS a JOIN b AS b ON a.k = b.k")
 
 
 def test_inputs_read_with_stream_or_named_are_streaming_the_others_static(spark):

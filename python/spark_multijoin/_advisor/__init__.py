@@ -136,8 +136,10 @@ class _Pipeline:
             return self.unplanned(statement)
         query = self.queries[id(statement)]
         planner.configure(statement.conf)
-        frame = planner.run(spark_sql(query), statement.location)
-        verdict = verdict_of(planner.fusion_report(frame), self._inputs(statement, query))
+        sql = spark_sql(query)
+        inputs = self._inputs(statement, query)
+        inputs.spark_sql = sql
+        verdict = verdict_of(planner.fusion_report(planner.run(sql, statement.location)), inputs)
         return StatementAdvice(statement.location, _title(statement), [verdict])
 
     def _inputs(self, statement: Statement, query: exp.Query) -> StatementInputs:

@@ -30,6 +30,8 @@ class Verdict:
     - `warnings`: the verdicts the rule gives as warnings (an unbounded input...).
     - `unknowns`: what the advisor cannot know from SQL, and what it assumed to plan it.
     - `explain`: the rule's text as `df.explain()` shows it for the statement's query.
+    - `spark_sql`: the query the advisor planned, as sqlglot writes it in Spark SQL (from
+      another dialect too), over its stand-ins, each read under the name the query gave it.
     """
 
     location: str
@@ -45,6 +47,7 @@ class Verdict:
     unknowns: list[str]
     streaming_chain_inputs: int
     explain: str = ""
+    spark_sql: str = ""
 
     @property
     def fuses(self) -> bool:
@@ -69,6 +72,7 @@ class StatementInputs:
     watermark_unknown: set[str]
     streaming_chain_inputs: int
     unknowns: list[str] = field(default_factory=list)
+    spark_sql: str = ""
 
 
 def verdict_of(report: dict[str, Any], inputs: StatementInputs) -> Verdict:
@@ -101,7 +105,7 @@ def verdict_of(report: dict[str, Any], inputs: StatementInputs) -> Verdict:
         reasons=[v["message"] for v in verdicts if not v["warning"]],
         warnings=[v["message"] for v in verdicts if v["warning"]],
         unknowns=unknowns, streaming_chain_inputs=inputs.streaming_chain_inputs,
-        explain=report.get("explain", ""))
+        explain=report.get("explain", ""), spark_sql=inputs.spark_sql)
 
 
 def input_name(entry: dict[str, Any]) -> str:
