@@ -8,9 +8,11 @@ key reads).
 
 from __future__ import annotations
 
-# The multi-join's operator as the progress's stateOperators name it, and its node in the plan.
+# The multi-join's operator as the progress's stateOperators name it, and its node in the
+# physical plan (EXPLAIN's spark-multijoin section names the operator too, even where nothing
+# fused, but never with its inputs).
 MULTI_JOIN_OPERATOR = "multiJoin"
-MULTI_JOIN_NODE = "StreamingMultiJoin"
+MULTI_JOIN_NODE = "StreamingMultiJoin input0"
 
 # Where a micro-batch's time goes, from its progress: the engine's phases (wall ms, durationMs);
 # the breakdown's "other" is the trigger's time outside them.

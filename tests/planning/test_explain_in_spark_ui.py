@@ -20,7 +20,11 @@ def test_a_running_querys_plan_description_in_the_spark_ui_says_why_its_chain_do
     seen = json.loads(finished.stdout.strip().splitlines()[-1])
     verdicts = seen["report"]["verdicts"]
     assert [v["code"] for v in verdicts] == ["NO_SHARED_KEY", "TOO_FEW_STREAMING_INPUTS"]
-    with_section = [d for d in seen["descriptions"]
-                    if "== Extended Information (spark-multijoin) ==" in d]
-    assert with_section, seen["descriptions"]
-    assert all(v["message"] in d for v in verdicts for d in with_section), with_section
+    assert [i["name"] for i in verdicts[0]["args"]["inputs"]] == ["o", "p", "s"]
+    # The micro-batches' executions (the others create the views).
+    batches = [d for d in seen["descriptions"] if "StreamingSymmetricHashJoin" in d]
+    assert batches, seen["descriptions"]
+    assert all("== Extended Information (spark-multijoin) ==" in d for d in batches), batches
+    # A micro-batch's plan writes the conditions without the aliases' qualifiers (id0, not o.id0).
+    said = [v["message"].split(" Conditions: ")[0] for v in verdicts]
+    assert all(words in d for words in said for d in batches), batches

@@ -33,15 +33,13 @@ def main(folder: Path) -> None:
     spark = configure_spark_with_multijoin(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     multi_join(spark).enabled = True
-    # Without aliases: in a micro-batch's plan Spark's optimizer has dropped them, and the
-    # verdicts name inputs by their columns, as they do here before the query starts.
-    frames = []
     for i, name in enumerate(NAMES):
         (folder / name).mkdir()
-        frames.append(spark.readStream.schema(f"id{i} INT, v{i} INT").json(str(folder / name)))
-    orders, payments, shipments = frames
-    df = orders.join(payments, orders.id0 == payments.id1) \
-        .join(shipments, shipments.v2 == payments.v1)
+        spark.readStream.schema(f"id{i} INT, v{i} INT").json(str(folder / name)) \
+            .createOrReplaceTempView(name)
+    # The verdicts name o, p and s in every micro-batch's plan as before the start.
+    df = spark.sql("SELECT * FROM STREAM(orders) o JOIN STREAM(payments) p ON o.id0 = p.id1 "
+                   "JOIN STREAM(shipments) s ON s.v2 = p.v1")
     report = fusion_report(df)
     query = df.writeStream.format("noop") \
         .option("checkpointLocation", str(folder / "checkpoint")).start()

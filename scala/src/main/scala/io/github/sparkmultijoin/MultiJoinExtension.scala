@@ -1,6 +1,6 @@
 package io.github.sparkmultijoin
 
-import io.github.sparkmultijoin.optimizer.{CollapseStreamingJoinChains, ResolveMultiJoinHint, ValidateMultiJoinRestart}
+import io.github.sparkmultijoin.optimizer.{CollapseStreamingJoinChains, InputNames, ResolveMultiJoinHint, ValidateMultiJoinRestart}
 import io.github.sparkmultijoin.planning.MultiJoinStrategy
 
 import org.apache.spark.sql.SparkSessionExtensions
@@ -25,7 +25,8 @@ import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
  * Order: the analyzer rule takes the hints (MULTI_JOIN, STATE_TTL) while their names still mean
  * something (Spark drops unknown hints after resolution, and the optimizer drops the aliases
  * that carry the names), and they are bound anew to the columns under those names before every optimization, as a
- * streaming query's inputs get new columns every micro-batch. The optimizer rule runs once,
+ * streaming query's inputs get new columns every micro-batch; the names of the inputs are
+ * recorded on their relations then too, for the verdicts to name them. The optimizer rule runs once,
  * after Spark's operator optimizations (pre-CBO), so that it sees joins with filters and
  * projections already pushed down and never sees its own output again; the restart check right
  * after it compares the multi-joins it planned with the checkpoint's, before Spark's own check
@@ -41,6 +42,7 @@ class MultiJoinExtension extends (SparkSessionExtensions => Unit) {
     // Analyzer, then plan normalization (before every optimization, per micro-batch too)
     extensions.injectResolutionRule(_ => ResolveMultiJoinHint)
     extensions.injectPlanNormalizationRule(_ => ResolveMultiJoinHint.Bind)
+    extensions.injectPlanNormalizationRule(_ => InputNames.Record)
 
     // Optimizer
     extensions.injectPreCBORule(_ => CollapseStreamingJoinChains)

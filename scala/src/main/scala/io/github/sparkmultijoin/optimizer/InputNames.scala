@@ -5,26 +5,32 @@ import scala.collection.mutable
 import io.github.sparkmultijoin.optimizer.FusionVerdict.Input
 
 import org.apache.spark.sql.catalyst.expressions.{AttributeReference, ExprId}
-import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, SubqueryAlias}
+import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 
 /**
  * The names the query gave the inputs of `plan` (an alias, or a table's or view's name), for
  * the verdicts to name inputs as the user wrote them.
  *
- * Why from qualifiers: the optimizer removes the aliases (SubqueryAlias) before the rule runs,
- * but each column reference the analyzer resolved through an alias keeps its name as the
- * qualifier (`o.order_id`). An input takes a qualifier used outside it (a view's own names
- * inside it are not what the query calls it) that qualifies its columns and no column outside
- * it; where several do (an input inside a subquery is read through both names), the one used
- * deepest, nearest the input. An input of several relations (a join below the chain, say), or
- * one whose aliases the optimizer dropped with their references (a running query's micro-batch
- * plans), goes by its columns.
+ * The optimizer removes the aliases (SubqueryAlias) before the rule runs, so the names are read
+ * where they survive. First, the relation's own tag ([[InputNames.Record]], set before every
+ * optimization, when the aliases are still there). Else the qualifiers: each column reference
+ * the analyzer resolved through an alias keeps its name (`o.order_id`). An input takes a
+ * qualifier used outside it (a view's own names inside it are not what the query calls it) that
+ * qualifies its columns and no column outside it; where several do (an input inside a subquery
+ * is read through both names), the one used deepest, nearest the input. An input of several
+ * relations (a join below the chain, say), or without a name either way, goes by its columns.
  */
 private[optimizer] class InputNames(plan: LogicalPlan) {
 
-  def of(input: LogicalPlan): Input =
-    Input(if (input.collectLeaves().length == 1) nameOf(input) else None,
-      input.output.map(_.name))
+  def of(input: LogicalPlan): Input = {
+    val name = input.collectLeaves() match {
+      case Seq(relation) => relation.getTagValue(InputNames.Tag).orElse(nameOf(input))
+      case _ => None
+    }
+    Input(name, input.output.map(_.name))
+  }
 
   private def nameOf(input: LogicalPlan): Option[String] = {
     val output = input.output.map(_.exprId).toSet
@@ -57,5 +63,36 @@ private[optimizer] class InputNames(plan: LogicalPlan) {
     }
     visit(plan, 0)
     found.toMap
+  }
+}
+
+object InputNames {
+
+  /** The name the query reads a relation under. */
+  val Tag: TreeNodeTag[String] = TreeNodeTag("spark-multijoin.inputName")
+
+  /**
+   * Tags each relation (a leaf) with the outermost alias over it and no other relation: `o` in
+   * `STREAM(orders) o`, `orders` where nothing else names it. A plan normalization rule, so that
+   * it runs before every optimization, a running query's micro-batches included, while the
+   * aliases are still in the plan; their relations are new each micro-batch, and the optimizer
+   * keeps tags where it copies a node. Returns the plan unchanged.
+   */
+  object Record extends Rule[LogicalPlan] {
+    override def apply(plan: LogicalPlan): LogicalPlan = {
+      val named = new java.util.IdentityHashMap[LogicalPlan, Unit]()
+      // Top down: an outer alias comes before the aliases inside it.
+      plan.foreach {
+        case alias: SubqueryAlias =>
+          alias.collectLeaves() match {
+            case Seq(relation) if !named.containsKey(relation) =>
+              named.put(relation, ())
+              relation.setTagValue(Tag, alias.alias)
+            case _ =>
+          }
+        case _ =>
+      }
+      plan
+    }
   }
 }
