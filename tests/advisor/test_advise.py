@@ -53,9 +53,9 @@ def test_pipeline_statements_set_and_views_across_sources(spark):
         ("flows.sql:2", "CREATE STREAMING TABLE facts", [])
     (verdict,) = flow.verdicts
     assert flow.statement == "CREATE FLOW facts_flow"
-    # The view read as b is inlined (the rule names it by the alias inside it, p). The rule
-    # reports the key group; max-tables 3 makes one multi-join of it, with d joined by Spark.
-    assert verdict.fused_groups == [["a", "p", "c", "d"]]
+    # The view read as b is inlined. The rule reports the key group; max-tables 3 makes one
+    # multi-join of it, with d joined by Spark's join.
+    assert verdict.fused_groups == [["a", "b", "c", "d"]]
     assert verdict.explain.count("StreamingMultiJoin 1073741824: ") == 1
     (off,) = disabled.verdicts
     assert off.fused_groups == [] and "multi-join.enabled is false" in off.reasons[0]
