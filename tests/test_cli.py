@@ -1,4 +1,5 @@
-"""The command line: `spark-multijoin advise FILE.sql...` and `python -m spark_multijoin`."""
+"""The command line: `spark-multijoin advise FILE.sql...` and `python -m spark_multijoin`. The
+advisor plans on the tests' session (the `spark` fixture) where it runs in-process."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ KEEPS_SPARKS = "SELECT * FROM STREAM(a) a JOIN STREAM(b) b ON a.k = b.k " \
     "JOIN STREAM(c) c ON c.j = b.j;\n"
 
 
-def test_advise_reports_each_statement_of_the_files_read_as_one(tmp_path, capsys):
+def test_advise_reports_each_statement_of_the_files_read_as_one(spark, tmp_path, capsys):
     view = tmp_path / "view.sql"
     view.write_text("CREATE TEMPORARY VIEW b AS SELECT k, v FROM STREAM(payments);\n")
     query = tmp_path / "query.sql"
@@ -27,7 +28,7 @@ def test_advise_reports_each_statement_of_the_files_read_as_one(tmp_path, capsys
                         "joins\n")
 
 
-def test_require_fusion_fails_where_a_chain_of_three_keeps_sparks_joins(tmp_path, capsys):
+def test_require_fusion_fails_where_a_chain_of_three_keeps_sparks_joins(spark, tmp_path, capsys):
     fuses, keeps = tmp_path / "fuses.sql", tmp_path / "keeps.sql"
     fuses.write_text(FUSES)
     keeps.write_text(KEEPS_SPARKS)
@@ -37,7 +38,7 @@ def test_require_fusion_fails_where_a_chain_of_three_keeps_sparks_joins(tmp_path
     assert "no common key" in capsys.readouterr().out
 
 
-def test_confs_and_streaming_names_are_taken(tmp_path, capsys):
+def test_confs_and_streaming_names_are_taken(spark, tmp_path, capsys):
     query = tmp_path / "query.sql"
     query.write_text(FUSES.replace("STREAM(c) c", "c"))
     assert main(["advise", "--require-fusion", str(query)]) == 0  # two streams: no chain of three
@@ -55,7 +56,7 @@ def test_confs_and_streaming_names_are_taken(tmp_path, capsys):
     assert "WARNING     Streaming joins run as Spark planned them" in report, report
 
 
-def test_errors_exit_with_2_and_say_where(tmp_path, capsys):
+def test_errors_exit_with_2_and_say_where(spark, tmp_path, capsys):
     broken = tmp_path / "broken.sql"
     broken.write_text("SELECT 1;\nSELECT * FROM a JOIN (b\n")
     assert main(["advise", str(broken)]) == 2
@@ -64,7 +65,7 @@ def test_errors_exit_with_2_and_say_where(tmp_path, capsys):
     assert main(["advise", "--conf", "multi-join.max-tables", str(broken)]) == 2
 
 
-def test_python_m_and_the_console_script_run_the_command(tmp_path):
+def test_python_m_and_the_console_script_run_the_command(spark, tmp_path):
     query = tmp_path / "query.sql"
     query.write_text(KEEPS_SPARKS)
     module = subprocess.run([sys.executable, "-m", "spark_multijoin", "advise",

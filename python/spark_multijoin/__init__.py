@@ -6,7 +6,8 @@
     spark = configure_spark_with_multijoin(SparkSession.builder.master("local[2]")).getOrCreate()
     multi_join(spark).enabled = True
 
-Which joins of SQL text would fuse, offline: `advise(sql)` (or `spark-multijoin advise FILE.sql`).
+Which joins of SQL text fuse, before deploying: `advise(sql)` (or `spark-multijoin advise
+FILE.sql`), which plans it on a local session and reads the rule's verdicts.
 """
 
 from spark_multijoin._advisor import Verdict, advise

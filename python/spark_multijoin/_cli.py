@@ -37,7 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="spark-multijoin",
-                                     description="Tools for spark-multijoin, without Spark.")
+                                     description="Tools for spark-multijoin.")
     commands = parser.add_subparsers(dest="command", required=True)
     advise = commands.add_parser(
         "advise", help="which streaming joins of SQL files would run as one StreamingMultiJoin",

@@ -21,6 +21,12 @@ from spark_multijoin._cli import main
 JOBS = Path(__file__).parent / "flink"
 
 
+@pytest.fixture(autouse=True)
+def _on_the_tests_session(spark):
+    """The advisor plans on the running session (so these run among the tests that run Spark,
+    on every line)."""
+
+
 def tables(**columns: str) -> dict[str, dict[str, str]]:
     """Columns as `name type, ...` (a `;` for a comma inside a type)."""
     return {name: dict(column.replace(";", ",").split() for column in text.split(","))
@@ -199,11 +205,11 @@ def test_flink_ddl_reads_and_writes_back():
     assert written.endswith("WITH ('connector'='kafka')")
 
 
-@pytest.mark.parametrize("flink, spark", [
+@pytest.mark.parametrize("flink, spark_form", [
     ("1d", "1 day"), ("12 h", "12 hours"), ("90min", "90 minutes"),
     ("3600000", "3600000 milliseconds"), ("10 s", "10 seconds")])
-def test_durations(flink, spark):
-    assert spark_duration(flink) == spark
+def test_durations(flink, spark_form):
+    assert spark_duration(flink) == spark_form
 
 
 def test_a_duration_that_is_none_is_refused():

@@ -1,9 +1,11 @@
-"""The offline fusion advisor: what spark-multijoin's rule would do with SQL text, without a JVM.
+"""The fusion advisor: what spark-multijoin's rule does with the joins of SQL text, read from
+the rule itself.
 
-sqlglot parses the statements (with Spark's streaming syntax, see `_sql`), qualifies them and
-gives their scopes; `_relations` makes join trees of them as Spark's optimizer leaves them for
-the rule, `_optimizer` changes them as Spark's optimizer does first, and `_verdict` and
-`_collapse` decide as the rule does.
+sqlglot splits and parses the sources (with Spark's streaming syntax and SDP's statements, see
+`_sql`), and transpiles other dialects to Spark's. `_reads` finds what each statement reads and
+the columns it reads of it; `_standins` makes a stand-in relation of each; `_planning` plans
+each statement on a local Spark session with the extension, and the rule's verdicts on the plan
+make the statement's `Verdict` (`_verdict`).
 """
 
 from __future__ import annotations
@@ -14,36 +16,20 @@ from typing import Iterable, Mapping, Sequence
 
 from sqlglot import exp
 
-from spark_multijoin._advisor._chains import (
-    CHECKPOINT_FORMAT_KEY,
-    ENABLED_KEY,
-    HINT,
-    MAX_TABLES_KEY,
-    PROVIDER_KEY,
-    ROCKSDB_PROVIDER,
-    STATE_TTL_KEY,
-    Settings,
-)
-from spark_multijoin._advisor._expressions import render
-from spark_multijoin._advisor._optimizer import optimize
-from spark_multijoin._advisor._relations import (
-    Definitions,
-    StatementTrees,
-    StreamingInputs,
-    defines_view,
-    statement_trees,
-)
-from spark_multijoin._advisor._tree import leaves
-from spark_multijoin._advisor._sql import STREAMING, SqlError, Statement, statements
-from spark_multijoin._advisor._verdict import TreeContext, Verdict, verdict_of
+from spark_multijoin._advisor._planning import Planner, advisor_session
+from spark_multijoin._advisor._reads import Reads, defines_view, items_of, query_of, view_name
+from spark_multijoin._advisor._sql import STREAMING, WATERMARK, SqlError, Statement, statements
+from spark_multijoin._advisor._standins import (
+    column_types, ddl, rename_reads, spark_sql, view_names)
+from spark_multijoin._advisor._verdict import StatementInputs, Verdict, verdict_of
 
 __all__ = ["SqlError", "StatementAdvice", "Verdict", "advise", "advise_sources"]
 
 
 @dataclass(frozen=True)
 class StatementAdvice:
-    """The verdicts on one statement's join trees (none: the statement joins nothing, or defines
-    a view, whose joins are judged where a statement reads it, as Spark inlines it there)."""
+    """The verdict on one statement's joins (none: the statement joins nothing, or defines a
+    view, whose joins are judged where a statement reads it, as Spark inlines it there)."""
 
     location: str
     statement: str
@@ -54,20 +40,20 @@ class StatementAdvice:
 def advise(sql: str, *, streaming: Iterable[str] | None = None, dialect: str = "spark",
            conf: Mapping[str, object] | None = None,
            schema: Mapping[str, Mapping[str, str]] | None = None) -> list[Verdict]:
-    """What spark-multijoin's rule would do with the joins of `sql`, one verdict per join tree.
+    """What spark-multijoin's rule does with the joins of `sql`, one verdict per statement that
+    joins.
 
     `sql` holds statements separated by `;`: queries, `INSERT`, `CREATE ... AS` (views are
     inlined where later statements read them, as Spark inlines them), and Spark Declarative
     Pipelines' `CREATE STREAMING TABLE`, `CREATE MATERIALIZED VIEW` and `CREATE FLOW`; `SET
     key = value` sets a conf for the statements after it.
 
-    An input is streaming when it is read with `STREAM(name)` or `STREAM name`, or named (table
-    or alias) in `streaming`; with neither, every input is. `conf` holds the rule's confs
-    (`multi-join.enabled`, unlike in Spark, is taken as true unless set; `multi-join.max-tables`,
-    `multi-join.state-ttl`) and the state store's (`spark.sql.streaming.stateStore.providerClass`
-    and `.checkpointFormatVersion`). `schema` (table -> column -> type), as sqlglot takes it,
-    places the columns a query does not qualify. Where no provider is set, the state store is
-    taken to be RocksDB, as `configure_spark_with_multijoin` sets it.
+    Each statement is planned on a local Spark session with the extension (see `_planning`), over
+    stand-ins for the relations it reads: a stream where read with `STREAM(name)` or `STREAM
+    name`, or named (table or alias) in `streaming` (with neither, every input is), a batch
+    relation otherwise. `schema` (table -> column -> type) gives their columns; without it they
+    take the columns the SQL reads, typed by how it uses them, and the verdicts say so. `conf`
+    holds confs for the session (`multi-join.enabled`, unlike in Spark, is true unless set).
     """
     return [verdict for advice in advise_sources([("<sql>", sql)], streaming=streaming,
                                                   dialect=dialect, conf=conf, schema=schema)
@@ -87,75 +73,118 @@ def advise_sources(sources: Sequence[tuple[str, str]], *, streaming: Iterable[st
                  for key, value in (conf or {}).items()}
     found = [statement for name, sql in sources
              for statement in statements(sql, name, dialect, base_conf)]
-    definitions = Definitions.of(found)
-    names = frozenset(name.lower() for name in streaming or ())
-    uses_stream = any(table.meta.get(STREAMING) for statement in found
-                      for table in statement.expression.find_all(exp.Table))
-    policy = StreamingInputs(names, everything=streaming is None and not uses_stream)
-    advice = []
-    for statement in found:
-        if defines_view(statement):
-            advice.append(StatementAdvice(statement.location, _title(statement), [], True))
-            continue
-        trees = statement_trees(statement, definitions, policy, schema, dialect)
-        advice.append(StatementAdvice(statement.location, _title(statement),
-                                      _verdicts(statement, trees, schema is not None)))
-    return advice
+    pipeline = _Pipeline(found, streaming, schema or {})
+    if not any(pipeline.joins(statement) for statement in found):
+        return [pipeline.unplanned(statement) for statement in found]
+    planner = Planner(advisor_session())
+    try:
+        pipeline.register(planner)
+        return [pipeline.advice(statement, planner) for statement in found]
+    finally:
+        planner.close()
 
 
-def _verdicts(statement: Statement, trees: StatementTrees, schema_given: bool) -> list[Verdict]:
-    names = {leaf.uid: leaf.name for tree in trees.trees for leaf in leaves(tree)}
+class _Pipeline:
+    """The statements of the sources, what they read, and their stand-ins."""
 
-    def shown(expression: exp.Expr) -> str:
-        return render(expression, names)
+    def __init__(self, found: list[Statement], streaming: Iterable[str] | None,
+                 schema: Mapping[str, Mapping[str, str]]) -> None:
+        self.queries = {id(s): query_of(s.expression) for s in found}
+        self.views = {view_name(s): self.queries[id(s)] for s in found if defines_view(s)}
+        self.tables = {s.expression.this.name.lower() for s in found
+                       if isinstance(s.expression, exp.Create) and not defines_view(s)
+                       and isinstance(s.expression.this, exp.Table) and s.expression.kind != "FLOW"}
+        names = frozenset(name.lower() for name in streaming or ())
+        everything = streaming is None and not any(
+            table.meta.get(STREAMING) for s in found for table in s.expression.find_all(exp.Table))
+        self.reads = Reads(self.views, lambda table: everything or bool(
+            table.meta.get(STREAMING)) or table.name.lower() in names or
+            table.alias_or_name.lower() in names, schema)
+        ordered = sorted(found, key=lambda s: not defines_view(s))
+        self.assumed = {id(s): self.reads.read_query(self.queries[id(s)]) for s in ordered
+                        if self.queries[id(s)] is not None}
+        self.types = _with_schema(column_types(filter(None, self.queries.values()),
+                                               self.reads.placed), schema)
+        self.schema_given = {name.lower() for name in schema}
+        self.names = view_names(self.types)
+        rename_reads(self.reads.of_table.values(), self.names)
 
-    settings, hint_warnings = _settings(statement.conf, trees)
-    verdicts = []
-    for tree in trees.trees:
-        optimized, notes = optimize(tree, shown)
-        context = TreeContext(statement.location, _title(statement), settings, shown,
-                              schema_given, notes, list(hint_warnings), list(trees.problems))
-        verdicts.append(verdict_of(optimized, context))
-    return verdicts
+    def joins(self, statement: Statement) -> bool:
+        query = self.queries[id(statement)]
+        return not defines_view(statement) and query is not None and \
+            query.find(exp.Join) is not None
 
-
-def _settings(conf: Mapping[str, str], trees: StatementTrees) -> tuple[Settings, list[str]]:
-    """The rule's settings for one statement, and the warnings its hint gets."""
-    conf = {_conf_key(key): value for key, value in conf.items()}
-    enabled = conf.get(ENABLED_KEY, "true").strip().lower() != "false"
-    max_tables = conf.get(MAX_TABLES_KEY)
-    if max_tables is not None and (not max_tables.strip().isdigit() or int(max_tables) < 3):
-        raise ValueError(f"{MAX_TABLES_KEY} must be a whole number of at least 3: {max_tables}")
-    warnings = [f"Hint {HINT}({name}): no input of the query is named {name}, so the hint does "
-                f"not apply to it. Named inputs: {', '.join(trees.named_leaves)}"
-                for name in trees.hint_names if name not in trees.named_leaves]
-    named = None if enabled else frozenset().union(
-        *(trees.named_leaves[name] for name in trees.hint_names if name in trees.named_leaves))
-    return Settings(int(max_tables) if max_tables else None,
-                    bool(conf.get(STATE_TTL_KEY, "").strip()), named,
-                    _store_problem(conf)), warnings
-
-
-def _store_problem(conf: Mapping[str, str]) -> str | None:
-    """As the rule's `StateLayout.forSession`, in its words: why the session's state store keeps
-    every streaming join as Spark planned it, or None. No provider set: RocksDB, whose verdicts
-    are those of Spark's in-memory store too."""
-    version = conf.get(CHECKPOINT_FORMAT_KEY, "1").strip()
-    provider = conf.get(PROVIDER_KEY, ROCKSDB_PROVIDER).strip()
-    if provider.endswith(".HDFSBackedStateStoreProvider") and version != "1":
-        return ("Spark's in-memory state store supports only state store checkpoint format "
-                f"version 1, and {CHECKPOINT_FORMAT_KEY} is {version}. Set {PROVIDER_KEY} to "
-                f"{ROCKSDB_PROVIDER} for a new query.")
-    if provider.endswith((".RocksDBStateStoreProvider", ".HDFSBackedStateStoreProvider")):
-        return None
-    return ("the multi-join keeps its state in RocksDB or in Spark's in-memory state store, and "
-            f"{PROVIDER_KEY} is '{provider}'. Set it to {ROCKSDB_PROVIDER} (the Python helper "
-            "configure_spark_with_multijoin does this) for a new query.")
+    def unplanned(self, statement: Statement) -> StatementAdvice:
+        return StatementAdvice(statement.location, _title(statement), [], defines_view(statement))
 
 
-def _conf_key(key: str) -> str:
-    # The rule's confs also go by their spark.-prefixed alias (SparkConf takes only those).
-    return key[len("spark."):] if key.startswith("spark.multi-join.") else key
+    def register(self, planner: Planner) -> None:
+        """The stand-ins, then the views (each once those it reads are there)."""
+        for key, columns in self.types.items():
+            planner.stand_in(self.names[key], ddl(columns), streaming=key[1])
+        pending = list(self.views.items())
+        while pending:
+            failed = []
+            for name, query in pending:
+                try:
+                    planner.view(name, spark_sql(query))
+                except SqlError as error:
+                    failed.append((name, query, error))
+            if len(failed) == len(pending):
+                raise failed[0][2]
+            pending = [(name, query) for name, query, _ in failed]
+
+    def advice(self, statement: Statement, planner: Planner) -> StatementAdvice:
+        if not self.joins(statement):
+            return self.unplanned(statement)
+        query = self.queries[id(statement)]
+        planner.configure(statement.conf)
+        sql = spark_sql(query)
+        inputs = self._inputs(statement, query)
+        inputs.spark_sql = sql
+        verdict = verdict_of(planner.fusion_report(planner.run(sql, statement.location)), inputs)
+        return StatementAdvice(statement.location, _title(statement), [verdict])
+
+    def _inputs(self, statement: Statement, query: exp.Query) -> StatementInputs:
+        """What the SQL tells of the inputs the statement joins (see `StatementInputs`)."""
+        selects = [select for select in query.find_all(exp.Select) if select.args.get("joins")]
+        items = {item.alias_or_name: item for select in selects for item in items_of(select)}
+        streams = [name for name, item in items.items() if self.reads.streaming(item)]
+        unknown = {name for stream in streams for name in self._unwatermarked(items[stream])}
+        chain = max((sum(self.reads.streaming(item) for item in items_of(select))
+                     for select in selects), default=0)
+        return StatementInputs(statement.location, _title(statement), list(items), streams,
+                               unknown, chain, self.assumed.get(id(statement), []) +
+                               self._typed(query))
+
+    def _unwatermarked(self, item: exp.Expr) -> list[str]:
+        """If `item` reads, as a stream, a relation defined outside the SQL without a WATERMARK
+        clause on it or on a query over it: its name and theirs (the rule may name it by
+        either)."""
+        if item.meta.get(WATERMARK) is not None:
+            return []
+        reads = [read.alias for read in self.reads.under(item) if read.streaming and
+                 read.watermark is None and read.name not in self.tables]
+        return [item.alias_or_name] + reads if reads else []
+
+    def _typed(self, query: exp.Query) -> list[str]:
+        """The stand-ins the statement reads whose columns the advisor typed itself."""
+        keys = dict.fromkeys(read.key for table in query.find_all(exp.Table)
+                             for read in self.reads.under(table))
+        typed = [f"{name} ({ddl(self.types[key]).replace('`', '')})" for key in keys
+                 for name in [key[0]] if name not in self.schema_given]
+        if not typed:
+            return []
+        return ["Without a schema (schema=), the advisor planned over stand-ins with the "
+                "columns the SQL reads, typed by how it uses them: " + "; ".join(typed) +
+                ". A key of another type can fuse otherwise (the rule keeps Spark's joins for a "
+                "key not compared by its bytes)."]
+
+
+def _with_schema(types: dict, schema: Mapping[str, Mapping[str, str]]) -> dict:
+    given = {name.lower(): {column.lower(): data_type for column, data_type in columns.items()}
+             for name, columns in schema.items()}
+    return {key: given.get(key[0], columns) for key, columns in types.items()}
 
 
 _TITLE = re.compile(

@@ -44,12 +44,9 @@ def _verdict(verdict: Verdict) -> str:
     if verdict.state_kept:
         lines.append(_line("state kept", "; ".join(f"{name} {kept}" for name, kept
                                                    in verdict.state_kept.items())))
-    if verdict.residual_conditions:
-        lines.append(_line("conditions", " AND ".join(verdict.residual_conditions)))
     # A reason the rule logs as a warning (a setting that keeps every chain) shows as the warning.
     lines += [_line("reason", reason) for reason in verdict.reasons
               if reason not in verdict.warnings]
-    lines += [_line("optimizer", note) for note in verdict.notes]
     lines += [_line("WARNING", warning) for warning in verdict.warnings]
     lines += [_line("not known", unknown) for unknown in verdict.unknowns]
     return "\n".join(lines)
