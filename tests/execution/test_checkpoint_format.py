@@ -16,9 +16,12 @@ from pathlib import Path
 import pytest
 from pyspark.errors import StreamingQueryException
 
+from spark_multijoin._config import ENABLED_KEY
+from spark_multijoin._verdicts import fusion_report
 from spark_multijoin.testing import Inputs, join_on_k
 from support.runs import (CHECKPOINT_FORMAT_KEY, batch_rows, committed_checkpoint_ids,
                           run_to_parquet, session_conf)
+from support.spark_lines import skip_without_checkpoint_format_v2, takes_checkpoint_format_v2
 
 DRIVER = Path(__file__).resolve().parents[1] / "support" / "file_stream_driver.py"
 N_INPUTS = 3
@@ -48,7 +51,21 @@ def _committed(checkpoint: Path) -> int:
     return len([p for p in commits.iterdir() if p.name.isdigit()]) if commits.exists() else 0
 
 
+def test_format_v2_fuses_where_the_line_takes_it_and_else_says_why_the_joins_stay(spark, tmp_path):
+    inputs = _inputs(tmp_path / "inputs", seed=3)
+    with session_conf(spark, {CHECKPOINT_FORMAT_KEY: 2, ENABLED_KEY: True}):
+        verdicts = fusion_report(join_on_k(inputs.streams(spark)))["verdicts"]
+    codes = [verdict["code"] for verdict in verdicts]
+    if takes_checkpoint_format_v2(spark):
+        assert codes == ["COLLAPSED"], verdicts
+    else:
+        assert codes == ["STORE_UNSUPPORTED"], verdicts
+        assert f"on Spark {spark.version[:3]} the multi-join runs with state store checkpoint " \
+               "format version 1 only" in verdicts[0]["message"]
+
+
 def test_a_driver_killed_mid_stream_resumes_with_nothing_lost_or_duplicated(spark, tmp_path):
+    skip_without_checkpoint_format_v2(spark, {CHECKPOINT_FORMAT_KEY: 2})
     inputs = _inputs(tmp_path / "inputs", seed=5)
     checkpoint, output, log = tmp_path / "ckpt", tmp_path / "out", tmp_path / "driver.log"
     driver = _driver(inputs, checkpoint, output, log)

@@ -12,6 +12,7 @@ from spark_multijoin._config import STATE_TTL_KEY
 from spark_multijoin.testing import join_on_k
 from support.generators import keyed_inputs
 from support.runs import STATE_STORES, run_to_parquet, session_conf
+from support.spark_lines import skip_without_checkpoint_format_v2
 
 N_INPUTS = 3
 N_BATCHES = 2
@@ -24,6 +25,7 @@ def checkpoint(spark, tmp_path_factory, request):
     and on the in-memory one with a state TTL (whose rows keep their store times): every row with
     a non-null key is stored, in the micro-batch of its file (one file per trigger)."""
     store, ttl = request.param
+    skip_without_checkpoint_format_v2(spark, STATE_STORES[store])
     root = tmp_path_factory.mktemp("read_state")
     inputs = keyed_inputs(root / "inputs", N_INPUTS, seed=3, n_batches=N_BATCHES)
     for i in range(N_INPUTS):

@@ -15,7 +15,8 @@ from support.generators import keyed_inputs
 from support.metrics import progress_key
 from support.runs import (STATE_STORES, batch_rows, committed_checkpoint_ids, run_to_parquet,
                           session_conf)
-from support.spark_lines import ROW_CHECKSUM_KEY, has_row_checksums
+from support.spark_lines import (ROW_CHECKSUM_KEY, has_row_checksums,
+                                 skip_without_checkpoint_format_v2)
 
 N_INPUTS = 4
 N_BATCHES = 6
@@ -32,6 +33,7 @@ ROW_CHECKSUMS = {ROW_CHECKSUM_KEY: "true",
     ("rocksdb", None, 3), ("rocksdb-checkpoint-v2", None, 3), ("in-memory", None, 4),
     ("in-memory", "1h", 4)])
 def test_restart_resumes_with_state(spark, tmp_path, store, ttl, layout_version):
+    skip_without_checkpoint_format_v2(spark, STATE_STORES[store])
     rng = random.Random(11)
     inputs = Inputs(tmp_path / "inputs", [f"k int, v{i} int" for i in range(N_INPUTS)])
     batches = [[[{"k": rng.randrange(6), f"v{i}": rng.randrange(100)} for _ in range(5)]

@@ -1,6 +1,7 @@
 package io.github.sparkmultijoin.analysis
 
 import org.apache.spark.sql.internal.SQLConf
+import org.apache.spark.sql.multijoin.SparkInternals
 
 /**
  * A multi-join state layout: how a multi-join keeps its input rows in a state store. The
@@ -77,6 +78,10 @@ object StateLayout {
           s"version 1, and $CheckpointFormatKey is $checkpointFormat. Set " +
           s"${SQLConf.STATE_STORE_PROVIDER_CLASS.key} to ${ColumnFamilies.providerClass} for " +
           "a new query.")
+      case Some(_)
+          if checkpointFormat != "1" && SparkInternals.checkpointFormatV2Refusal.nonEmpty =>
+        Left(s"${SparkInternals.checkpointFormatV2Refusal.get}, and $CheckpointFormatKey is " +
+          s"$checkpointFormat. Set it to 1 for a new query, or run on a newer Spark line.")
       case Some(layout) => Right(layout)
       case None => Left(
           s"the multi-join keeps its state in RocksDB or in Spark's in-memory state store, and " +

@@ -33,4 +33,13 @@ private[multijoin] trait SparkLineInternals {
    */
   def everyValue(store: ReadStateStore, family: String): Iterator[UnsafeRow] =
     store.iterator(family).flatMap(pair => store.valuesIterator(pair.key, family))
+
+  /**
+   * Why the multi-join does not run with state store checkpoint format v2 on this line, if it
+   * does not: 4.1's commit log reader, which a restart and `read_state` go through to find the
+   * store checkpoints' ids, takes only the commit log's first version.
+   */
+  def checkpointFormatV2Refusal: Option[String] = Some(
+    "on Spark 4.1 the multi-join runs with state store checkpoint format version 1 only (format " +
+      "2 on Spark 4.2 and newer)")
 }
