@@ -28,7 +28,7 @@ def test_benchmark_runs_both_modes_and_writes_its_results(spark, tmp_path):
                       tmp_path / "out", tmp_path / "work", tiny=True)
     results = json.loads((tmp_path / "out" / "results.json").read_text())["results"]
     assert [r["workload"] for r in results] == ["fanout", "time_bounded"]
-    format_4 = tuple(int(part) for part in spark.version.split(".")[:2]) >= (4, 2)
+    format_4 = tuple(int(part) for part in spark.version.split(".")[:2]) >= (4, 3)
     for result in results:
         assert result["chain"]["output_rows"] == result["multi_join"]["output_rows"] > 0
         assert result["multi_join"]["multi_join_in_plan"]
