@@ -125,11 +125,14 @@ def test_benchmark_fails_where_flink_ran_another_state_backend(monkeypatch):
 
 def test_the_headline_sets_flink_against_the_multi_join_like_for_like():
     spark_only = {"workload": "fanout",
-                  "chain": {"wall_seconds": 9.0, "state_rows_peak": 1000},
-                  "multi_join": {"wall_seconds": 3.5, "state_rows_peak": 40},
+                  "chain": {"wall_seconds": 9.0, "state_rows_peak": 1000,
+                            "state_bytes_on_disk": 8_000},
+                  "multi_join": {"wall_seconds": 3.5, "state_rows_peak": 40,
+                                 "state_bytes_on_disk": 1_000},
                   "multi_join_micro_batches_seconds": 3.0}
     lines = summary_markdown([spark_only])
-    assert lines[2] == "| fanout | 25.0x | 3.00x |" and lines[-1] == ""
+    # 1000 / 40 rows, 8000 / 1000 bytes, 9.0 / 3.0 seconds; no chain on join state format 4.
+    assert lines[2] == "| fanout | 25.0x / - | 8.0x / - | 3.00x / - |" and lines[-1] == ""
     # Flink on the heap against the in-memory store, in RocksDB against RocksDB; - where the
     # multi-join did not run on the in-memory store.
     rocksdb_only = dict(spark_only, flink_ratios={
@@ -141,7 +144,7 @@ def test_the_headline_sets_flink_against_the_multi_join_like_for_like():
     lines = summary_markdown([spark_only, rocksdb_only, in_memory])
     assert "| Flink MultiJoin (heap) over multi-join (in-memory), micro-batches / one trigger |" \
         in lines[0]
-    assert lines[0].count("|") == lines[1].count("|") == lines[2].count("|") == 6
-    assert lines[2:5] == ["| fanout | 25.0x | 3.00x | - / - | - / - |",
-                          "| fanout | 25.0x | 3.00x | - / - | 1.40x / 3.50x |",
-                          "| fanout | 25.0x | 3.00x | 1.80x / 4.50x | 1.40x / 3.50x |"]
+    assert lines[0].count("|") == lines[1].count("|") == lines[2].count("|") == 7
+    spark = "| fanout | 25.0x / - | 8.0x / - | 3.00x / - |"
+    assert lines[2:5] == [f"{spark} - / - | - / - |", f"{spark} - / - | 1.40x / 3.50x |",
+                          f"{spark} 1.80x / 4.50x | 1.40x / 3.50x |"]
