@@ -206,12 +206,14 @@ object SparkInternals extends SparkLineInternals {
       session: SparkSession,
       checkpoint: Path,
       batch: Long): Option[Map[Long, Array[Array[String]]]] =
-    new CommitLog(session, new Path(checkpoint, "commits").toString).get(batch)
-      .flatMap(_.stateUniqueIds)
+    commitLog(session, checkpoint).get(batch).flatMap(_.stateUniqueIds)
 
   /** The last micro-batch of the checkpoint at `checkpoint` in its commit log, if any. */
   def lastCommittedBatch(session: SparkSession, checkpoint: Path): Option[Long] =
-    new CommitLog(session, new Path(checkpoint, "commits").toString).getLatestBatchId()
+    commitLog(session, checkpoint).getLatestBatchId()
+
+  private def commitLog(session: SparkSession, checkpoint: Path): CommitLog =
+    new CommitLog(session, new Path(checkpoint, "commits").toString)
 
   /**
    * The session's conf with the confs the checkpoint's query ran micro-batch `batch` with (its
