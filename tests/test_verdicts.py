@@ -58,12 +58,17 @@ def explained(spark, df, capsys) -> str:
     return printed.split(heading, 1)[1].strip()
 
 
-def test_fusion_report_of_a_chain_that_fuses_names_its_inputs_as_written(spark, views, capsys):
+def reported(spark, capsys, third_join: str) -> tuple:
+    """orders o JOIN payments p ON id, then shipments s ON `third_join`, with the multi-join on:
+    the frame, its fusion report and its EXPLAIN section."""
     df = spark.sql("SELECT * FROM STREAM(orders) o JOIN STREAM(payments) p ON o.id = p.id "
-                   "JOIN STREAM(shipments) s ON s.id = o.id")
+                   f"JOIN STREAM(shipments) s ON {third_join}")
     with session_conf(spark, {ENABLED_KEY: True}):
-        report = fusion_report(df)
-        section = explained(spark, df, capsys)
+        return df, fusion_report(df), explained(spark, df, capsys)
+
+
+def test_fusion_report_of_a_chain_that_fuses_names_its_inputs_as_written(spark, views, capsys):
+    _, report, section = reported(spark, capsys, "s.id = o.id")
     [collapsed] = report["verdicts"]
     assert collapsed["code"] == "COLLAPSED" and not collapsed["warning"]
     [group] = collapsed["args"]["groups"]
@@ -74,11 +79,7 @@ def test_fusion_report_of_a_chain_that_fuses_names_its_inputs_as_written(spark, 
 
 
 def test_fusion_report_of_a_chain_that_does_not_fuse_says_why(spark, views, capsys):
-    df = spark.sql("SELECT * FROM STREAM(orders) o JOIN STREAM(payments) p ON o.id = p.id "
-                   "JOIN STREAM(shipments) s ON s.v = p.v")
-    with session_conf(spark, {ENABLED_KEY: True}):
-        report = fusion_report(df)
-        section = explained(spark, df, capsys)
+    df, report, section = reported(spark, capsys, "s.v = p.v")
     codes = [verdict["code"] for verdict in report["verdicts"]]
     assert codes == ["NO_SHARED_KEY", "TOO_FEW_STREAMING_INPUTS"], report
     kept = report["verdicts"][0]
