@@ -46,9 +46,10 @@ def _driver(inputs: Inputs, checkpoint: Path, output: Path, log: Path) -> subpro
                                 stdin=subprocess.DEVNULL, start_new_session=True)
 
 
-def _committed(checkpoint: Path) -> int:
-    commits = checkpoint / "commits"
-    return len([p for p in commits.iterdir() if p.name.isdigit()]) if commits.exists() else 0
+def _batches(checkpoint: Path, log: str = "commits") -> int:
+    """How many batches the checkpoint's commit log (or offset log) holds."""
+    entries = checkpoint / log
+    return len([p for p in entries.iterdir() if p.name.isdigit()]) if entries.exists() else 0
 
 
 def test_format_v2_fuses_where_the_line_takes_it_and_else_says_why_the_joins_stay(spark, tmp_path):
@@ -71,19 +72,21 @@ def test_a_driver_killed_mid_stream_resumes_with_nothing_lost_or_duplicated(spar
     driver = _driver(inputs, checkpoint, output, log)
     try:
         deadline = time.monotonic() + 180
-        while _committed(checkpoint) < 2 and driver.poll() is None:
+        while _batches(checkpoint) < 2 and driver.poll() is None:
             assert time.monotonic() < deadline, log.read_text()[-3000:]
             time.sleep(0.05)
     finally:
         # SIGKILL to the whole group: the Python driver and its JVM, mid-stream.
         os.killpg(driver.pid, signal.SIGKILL)
         driver.wait()
-    killed_after = _committed(checkpoint)
+    killed_after = _batches(checkpoint)
     assert 2 <= killed_after < N_BATCHES, "the kill should land mid-stream"
 
     restarted = _driver(inputs, checkpoint, output, log)
     assert restarted.wait(timeout=300) == 0, log.read_text()[-3000:]
-    assert _committed(checkpoint) == N_BATCHES
+    # A kill between the file source's log and the offset log leaves a file listed but not
+    # planned; the restart plans it together with the next one, so there may be a batch fewer.
+    assert killed_after < _batches(checkpoint) == _batches(checkpoint, "offsets")
     ids = committed_checkpoint_ids(checkpoint)
     assert len(ids) == 1 and all(len(partition) == 1 for partition in next(iter(ids.values())))
 
