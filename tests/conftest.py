@@ -1,5 +1,6 @@
-"""The one SparkSession every test uses: local Spark with spark-multijoin installed; and the
-choice of the tests that run Spark or of those that do not (`--runs-spark`)."""
+"""The one SparkSession every test uses: local Spark with spark-multijoin installed; the choice of
+the tests that run Spark or of those that do not (`--runs-spark`); and, on an older Spark line,
+leaving out the tests marked `one_line` (tests/support/line_share.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from spark_multijoin import configure_spark_with_multijoin
+from support.line_share import runs_one_line_tests
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -18,10 +20,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     wanted = config.getoption("--runs-spark")
-    if wanted is None:
-        return
     keep = [item for item in items
-            if ("spark" in getattr(item, "fixturenames", ())) == (wanted == "yes")]
+            if wanted is None or ("spark" in getattr(item, "fixturenames", ())) == (wanted == "yes")]
+    if not runs_one_line_tests():
+        keep = [item for item in keep if item.get_closest_marker("one_line") is None]
     config.hook.pytest_deselected(items=[item for item in items if item not in keep])
     items[:] = keep
 

@@ -20,6 +20,8 @@ from spark_multijoin._config import ENABLED_KEY
 from support.metrics import progress_key
 from support.runs import session_conf
 
+pytestmark = pytest.mark.one_line  # the benchmark is the same Python on every line
+
 
 @pytest.mark.slow
 def test_benchmark_runs_both_modes_and_writes_its_results(spark, tmp_path):

@@ -7,7 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from spark_multijoin._cli import main
+
+pytestmark = pytest.mark.one_line  # the command line is the same Python on every line
 
 FUSES = "SELECT * FROM STREAM(a) a JOIN STREAM(b) b ON a.k = b.k JOIN STREAM(c) c ON c.k = b.k;\n"
 KEEPS_SPARKS = "SELECT * FROM STREAM(a) a JOIN STREAM(b) b ON a.k = b.k " \

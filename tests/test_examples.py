@@ -16,6 +16,8 @@ from spark_multijoin._config import ENABLED_KEY
 from support.modules import load_module
 from support.runs import session_conf
 
+pytestmark = pytest.mark.one_line  # the examples are the same Python on every line
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 

@@ -11,6 +11,8 @@ import pytest
 from spark_multijoin import advise
 from spark_multijoin._advisor import SqlError, advise_sources
 
+pytestmark = pytest.mark.one_line  # the advisor is the same Python on every line
+
 CHAIN = ("SELECT * FROM {a} JOIN {b} ON a.k = b.k JOIN {c} ON c.k = a.k "
          "JOIN {d} ON d.k = b.k")
 

@@ -22,6 +22,8 @@ from spark_multijoin._verdicts import fusion_report
 from support.generators import SQL_INPUTS, SqlChain, random_sql_chain, sql_input_schema
 from support.runs import session_conf
 
+pytestmark = pytest.mark.one_line  # the advisor is the same Python on every line
+
 ROOT = Path(__file__).resolve().parents[2]
 HEADING = "== Extended Information (spark-multijoin) ==\n"
 RANDOM_QUERIES = 25

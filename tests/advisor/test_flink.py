@@ -18,6 +18,8 @@ from spark_multijoin._advisor._flink_advice import FlinkStatementAdvice
 from spark_multijoin._advisor._flink_translate import spark_duration
 from spark_multijoin._cli import main
 
+pytestmark = pytest.mark.one_line  # the advisor is the same Python on every line
+
 JOBS = Path(__file__).parent / "flink"
 
 

@@ -19,7 +19,7 @@ from support.generators import (DELAY, FAR_FUTURE_SECONDS, add_late_rows, bounde
 from support.metrics import progress_key
 from support.runs import (STATE_STORES, batch_rows, explain, run_chain_and_multi, run_stream,
                           session_conf)
-from support.seeds import seeds
+from support.line_share import seeds
 from support.spark_lines import several_event_times_error
 
 

@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 from spark_multijoin.testing import Inputs, join_on_k
 from support.generators import build_chain, random_inputs, random_shape
 from support.runs import STATE_STORES, batch_rows, run_chain_and_multi, session_conf
-from support.seeds import seeds
+from support.line_share import seeds
 
 # Per seed, how the multi-join takes the files (a micro-batch each, or all in one) and how much
 # of a micro-batch's rows it keeps in memory: all of them, or a few hundred bytes' worth (past

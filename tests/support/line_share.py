@@ -1,0 +1,51 @@
+"""What of the suite runs on the Spark line under test.
+
+The randomized tests check the multi-join's own logic, which is one source for every line; what
+differs between lines is a thin layer that every seed goes through alike. So each supported line
+runs a share of the seeds, a different share per line (seed modulo the number of lines): a run of
+every line meets every seed once and stays within its time budget, while each line still meets
+many random shapes.
+
+The tests marked `one_line` check the Python front end (the command line, the advisor, the
+examples, the benchmark's smoke run) or a kill that goes through the same code on every line;
+they run on the newest supported line only.
+
+SPARK_MULTIJOIN_FULL_RUN=1 runs every seed and every test on any line.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+import pyspark
+
+from support.modules import load_module
+
+_SPARK_JARS = load_module(Path(__file__).resolve().parents[2] / "scripts" / "spark_jars.py")
+
+
+def _lines() -> tuple[list[str], str]:
+    """The supported lines, oldest first, and the line under test."""
+    lines = sorted(_SPARK_JARS.spark_lines(), key=lambda line: tuple(map(int, line.split("."))))
+    return lines, ".".join(pyspark.__version__.split(".")[:2])
+
+
+def full_run() -> bool:
+    return os.environ.get("SPARK_MULTIJOIN_FULL_RUN") == "1"
+
+
+def runs_one_line_tests() -> bool:
+    """Whether this line runs the tests marked `one_line`: the newest line, or any in a full run
+    (or on a line the project does not list)."""
+    lines, line = _lines()
+    return full_run() or line == lines[-1] or line not in lines
+
+
+def seeds(candidates: Iterable[int]) -> list[int]:
+    """The seeds of `candidates` this line runs."""
+    lines, line = _lines()
+    if full_run() or line not in lines:
+        return list(candidates)
+    return [seed for seed in candidates if seed % len(lines) == lines.index(line)]
