@@ -10,9 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 RUN = Path(__file__).resolve().parent / "support" / "deployment_run.py"
 
 
+@pytest.mark.slow
 def test_a_fused_join_through_spark_connect_on_a_cluster_gives_the_batch_answer(spark, tmp_path):
     # `spark` only puts the test among those that run Spark (on every line); the run has its own.
     done = subprocess.run([sys.executable, str(RUN), str(tmp_path)], capture_output=True,

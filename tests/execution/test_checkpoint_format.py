@@ -65,6 +65,7 @@ def test_format_v2_fuses_where_the_line_takes_it_and_else_says_why_the_joins_sta
                "format version 1 only" in verdicts[0]["message"]
 
 
+@pytest.mark.slow
 @pytest.mark.one_line  # the kill goes through the same code on every line that takes format v2
 def test_a_driver_killed_mid_stream_resumes_with_nothing_lost_or_duplicated(spark, tmp_path):
     skip_without_checkpoint_format_v2(spark, {CHECKPOINT_FORMAT_KEY: 2})
