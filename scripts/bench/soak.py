@@ -63,15 +63,17 @@ def soak_run(spark: SparkSession, enabled: bool, batches: int, folder: Path,
     multi_join(spark).enabled = enabled
     folder.mkdir(parents=True, exist_ok=True)
     checkpoint = Path(tempfile.mkdtemp(prefix="run_", dir=folder))
+    # Spark reads how many progress updates to keep from the session as each one comes, not
+    # once at the start: the setting stays until the query stops.
     retained = {"spark.sql.streaming.numRecentProgressUpdates": str(batches + 10)}
     with settings(spark, retained):
         query = (bounded_star("left_outer")(soak_inputs(spark)).writeStream.format("noop")
                  .option("checkpointLocation", str(checkpoint))
                  .trigger(processingTime="0 seconds").start())
-    started = time.perf_counter()
-    samples = sample_until(spark, query, batches, checkpoint, cap_seconds)
-    progress = [json.loads(p.json) for p in query.recentProgress][:batches]
-    query.stop()
+        started = time.perf_counter()
+        samples = sample_until(spark, query, batches, checkpoint, cap_seconds)
+        progress = [json.loads(p.json) for p in query.recentProgress][:batches]
+        query.stop()
     per_batch = [{"batch": p["batchId"], "ms": metrics.trigger_ms(p),
                   "state_rows": metrics.state_rows(p)} for p in progress]
     return {"multi_join_in_plan": metrics.ran_multi_join(progress),
