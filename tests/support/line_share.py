@@ -26,26 +26,28 @@ from support.modules import load_module
 _SPARK_JARS = load_module(Path(__file__).resolve().parents[2] / "scripts" / "spark_jars.py")
 
 
-def _lines() -> tuple[list[str], str]:
-    """The supported lines, oldest first, and the line under test."""
+def _share() -> tuple[int, int] | None:
+    """(this line's index among the supported lines, oldest first; their number), or None where
+    this line runs every seed and every test: in a full run, or on a line the project does not
+    list."""
     lines = sorted(_SPARK_JARS.spark_lines(), key=lambda line: tuple(map(int, line.split("."))))
-    return lines, ".".join(pyspark.__version__.split(".")[:2])
-
-
-def full_run() -> bool:
-    return os.environ.get("SPARK_MULTIJOIN_FULL_RUN") == "1"
+    line = ".".join(pyspark.__version__.split(".")[:2])
+    if os.environ.get("SPARK_MULTIJOIN_FULL_RUN") == "1" or line not in lines:
+        return None
+    return lines.index(line), len(lines)
 
 
 def runs_one_line_tests() -> bool:
-    """Whether this line runs the tests marked `one_line`: the newest line, or any in a full run
-    (or on a line the project does not list)."""
-    lines, line = _lines()
-    return full_run() or line == lines[-1] or line not in lines
+    """Whether this line runs the tests marked `one_line`: the newest line, or any that runs
+    everything."""
+    share = _share()
+    return share is None or share[0] == share[1] - 1
 
 
 def seeds(candidates: Iterable[int]) -> list[int]:
     """The seeds of `candidates` this line runs."""
-    lines, line = _lines()
-    if full_run() or line not in lines:
+    share = _share()
+    if share is None:
         return list(candidates)
-    return [seed for seed in candidates if seed % len(lines) == lines.index(line)]
+    index, count = share
+    return [seed for seed in candidates if seed % count == index]
