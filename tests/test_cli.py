@@ -80,4 +80,5 @@ def test_python_m_and_the_console_script_run_the_command(spark, tmp_path):
     script = Path(sys.executable).parent / "spark-multijoin"
     missing = tmp_path / "missing.sql"
     console = subprocess.run([str(script), "advise", str(missing)], capture_output=True, text=True)
-    assert console.returncode == 2 and str(missing) in console.stderr, console.stderr
+    assert console.returncode == 2, console.stderr
+    assert console.stderr.startswith("spark-multijoin advise: ") and str(missing) in console.stderr
