@@ -5,8 +5,14 @@ time stay flat over a long stream (state store maintenance, snapshots, changelog
 The input is Spark's `rate-micro-batch` source, one per input: a fixed number of rows per
 micro-batch and an event time that moves ten seconds per micro-batch whatever the batch takes, so
 that every run sees the same rows in the same micro-batches. Per micro-batch: its time and state
-rows (from the progress, all retained); sampled while it runs: the checkpoint's bytes on disk;
-at each tenth of the run, the JVM's heap after a full GC (forced there, and only there).
+rows (from the progress, read from the JVM every second, which keeps the last hundred); sampled while it runs: the
+checkpoint's bytes on disk; at each tenth of the run, the JVM's heap after a full GC (forced
+there, and only there).
+
+State store maintenance (snapshots, and deleting the changelogs and snapshots no longer needed)
+runs every MAINTENANCE_INTERVAL instead of Spark's 60 s: a soak of minutes then sees as many
+maintenance passes as a stream of hours does, and the checkpoint shows whether clean-up keeps up
+rather than how many batches fit in a minute.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ INPUTS, KEYS, ROWS_PER_BATCH = 4, 1000, 20
 # rows, so that the state reaches its steady size within the first tenth of a short soak.
 ADVANCE_MS = 10_000
 CAP_SECONDS = 30 * 60
+MAINTENANCE_INTERVAL = "5s"
 
 
 def soak_inputs(spark: SparkSession) -> list[DataFrame]:
@@ -63,17 +70,16 @@ def soak_run(spark: SparkSession, enabled: bool, batches: int, folder: Path,
     multi_join(spark).enabled = enabled
     folder.mkdir(parents=True, exist_ok=True)
     checkpoint = Path(tempfile.mkdtemp(prefix="run_", dir=folder))
-    # Spark reads how many progress updates to keep from the session as each one comes, not
-    # once at the start: the setting stays until the query stops.
-    retained = {"spark.sql.streaming.numRecentProgressUpdates": str(batches + 10)}
-    with settings(spark, retained):
+    maintenance = {"spark.sql.streaming.stateStore.maintenanceInterval": MAINTENANCE_INTERVAL}
+    with settings(spark, maintenance):
         query = (bounded_star("left_outer")(soak_inputs(spark)).writeStream.format("noop")
                  .option("checkpointLocation", str(checkpoint))
                  .trigger(processingTime="0 seconds").start())
         started = time.perf_counter()
-        samples = sample_until(spark, query, batches, checkpoint, cap_seconds)
-        progress = [json.loads(p.json) for p in query.recentProgress][:batches]
+        progress: dict[int, dict] = {}
+        samples = sample_until(spark, query, batches, checkpoint, cap_seconds, progress)
         query.stop()
+    progress = [progress[batch] for batch in sorted(progress)][:batches]
     per_batch = [{"batch": p["batchId"], "ms": metrics.trigger_ms(p),
                   "state_rows": metrics.state_rows(p)} for p in progress]
     return {"multi_join_in_plan": metrics.ran_multi_join(progress),
@@ -83,16 +89,17 @@ def soak_run(spark: SparkSession, enabled: bool, batches: int, folder: Path,
 
 
 def sample_until(spark: SparkSession, query, batches: int, checkpoint: Path,
-                 cap_seconds: float) -> list[dict]:
+                 cap_seconds: float, progress: dict[int, dict]) -> list[dict]:
     """Until `query` has run `batches` micro-batches (or `cap_seconds`): about every second, the
-    last batch's id and the checkpoint's bytes; at each tenth of the batches, heap after GC."""
+    progress not yet in `progress` (by batch id), the last batch's id and the checkpoint's bytes;
+    at each tenth of the batches, heap after GC."""
     deadline, samples, next_tenth = time.monotonic() + cap_seconds, [], 0
     while query.isActive and time.monotonic() < deadline:
         query.awaitTermination(1)
-        last = query.lastProgress
-        if last is None:
+        new_progress(query, progress)
+        if not progress:
             continue
-        batch = json.loads(last.json)["batchId"]
+        batch = max(progress)
         sample = {"batch": batch, "checkpoint_bytes": folder_bytes(checkpoint)}
         if batch >= next_tenth * batches / 10:
             sample["heap_after_gc_mb"] = heap_after_gc_mb(spark)
@@ -101,6 +108,18 @@ def sample_until(spark: SparkSession, query, batches: int, checkpoint: Path,
         if batch + 1 >= batches:
             break
     return samples
+
+
+def new_progress(query, progress: dict[int, dict]) -> None:
+    """Adds to `progress` the query's retained progress updates it has not, newest first, asking
+    the JVM for one JSON at a time: Spark keeps the last hundred, and keeping every one there
+    would grow the heap the soak measures."""
+    retained = query._jsq.recentProgress()
+    for index in range(len(retained) - 1, -1, -1):
+        update = json.loads(retained[index].json())
+        if update["batchId"] in progress:
+            break
+        progress[update["batchId"]] = update
 
 
 def heap_after_gc_mb(spark: SparkSession) -> float:
