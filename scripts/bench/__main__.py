@@ -3,6 +3,7 @@
     python -m scripts.bench [--workloads fanout,primary_key,time_bounded,outer_star,scale]
                             [--out benchmark-results] [--tiny] [--flink] [--breakdown]
                             [--cap-minutes 20] [--driver-memory 6g] [--soak N]
+                            [--scale-peers chain,chain_v4,multi_join,flink_rocksdb]
 
 It writes `results.json`, `results.md` (the tables the docs show) and
 `state_and_batch_duration.png` (state rows and batch duration per batch, both modes) to --out.
@@ -24,7 +25,9 @@ RocksDB.
 The scale workloads (scale_pk_1m, scale_pk_2m, scale_fanout_1m, scale_fanout_2m, hot_key) run
 only by name, through scale.py: each peer capped at --cap-minutes, RocksDB on bounded memory;
 they write `scale_results.json`, `scale_results.md` and `cost_growth.png`. The hot key's target
-is to finish with `--driver-memory 4g`.
+is to finish with `--driver-memory 4g`. `--scale-peers multi_join,flink_rocksdb` runs only those
+peers (chain, chain_v4, multi_join, flink_rocksdb; the multi-join always runs), the others
+reported as not run.
 
 `--soak N` runs, instead, a time-bounded multi-join (and Spark's chain) over N small
 micro-batches (soak.py), and writes `soak.json`, `soak.md` and `soak.png`.
@@ -39,7 +42,7 @@ from pyspark.sql import SparkSession
 
 from scripts.bench.benchmark import run_benchmark
 from scripts.bench.breakdown import run_breakdown
-from scripts.bench.scale import run_scale
+from scripts.bench.scale import SCALE_PEERS, run_scale
 from scripts.bench.scale_workloads import SCALE_NAMES
 from scripts.bench.soak import run_soak
 from scripts.bench.workloads import NAMES, workloads
@@ -60,12 +63,22 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--cap-minutes", type=float, default=20,
                         help="the scale workloads: stop a peer after this long")
     parser.add_argument("--driver-memory", default="6g")
+    parser.add_argument("--scale-peers", default=",".join(SCALE_PEERS),
+                        help="the scale workloads: the peers to run (the multi-join always runs)")
     parser.add_argument("--soak", type=int, default=0, metavar="N",
                         help="instead, the soak run over N micro-batches")
     parser.add_argument("--flink", action="store_true",
                         help="also run Flink (MultiJoin on the heap and in RocksDB, binary "
                         "joins, scan only) on the keyed workloads' files (needs the flink extra)")
     return parser.parse_args()
+
+
+def scale_peers(names: str) -> set[str]:
+    chosen = set(names.split(",")) | {"multi_join"}
+    if unknown := chosen - set(SCALE_PEERS):
+        raise SystemExit(f"--scale-peers: unknown peer(s) {', '.join(sorted(unknown))}; "
+                         f"choose from {', '.join(SCALE_PEERS)}")
+    return chosen
 
 
 def main() -> None:
@@ -88,8 +101,8 @@ def main() -> None:
             run_benchmark(spark, others, args.out, args.work, tiny=args.tiny,
                           with_flink=args.flink)
         if at_scale:
-            run_scale(spark, at_scale, args.out, args.work / "scale",
-                      args.cap_minutes * 60, with_flink=args.flink)
+            run_scale(spark, at_scale, args.out, args.work / "scale", args.cap_minutes * 60,
+                      with_flink=args.flink, peers=scale_peers(args.scale_peers))
     spark.stop()
 
 

@@ -32,12 +32,14 @@ from spark_multijoin import multi_join
 BOUNDED_MEMORY = {"spark.sql.streaming.stateStore.rocksdb.boundedMemoryUsage": "true",
                   "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB": "256"}
 CAP_SECONDS = 20 * 60
+SCALE_PEERS = tuple(mode for mode, _, _ in SPARK_PEERS) + ("flink_rocksdb",)
 
 
 def run_scale(spark: SparkSession, chosen: list[Workload], out: Path, work: Path,
-              cap_seconds: float = CAP_SECONDS, with_flink: bool = False) -> None:
-    """Every peer of each of `chosen`, capped; writes scale_results.json, scale_results.md
-    and cost_growth.png to `out`."""
+              cap_seconds: float = CAP_SECONDS, with_flink: bool = False,
+              peers: set[str] = frozenset(SCALE_PEERS)) -> None:
+    """Each of `peers` on each of `chosen`, capped; writes scale_results.json,
+    scale_results.md and cost_growth.png to `out`."""
     shutil.rmtree(work, ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
     results = []
@@ -51,11 +53,11 @@ def run_scale(spark: SparkSession, chosen: list[Workload], out: Path, work: Path
                   "driver_memory": spark.conf.get("spark.driver.memory", None),
                   **peers_not_available(spark)}
         for mode, enabled, join_format in SPARK_PEERS:
-            if mode not in result:
+            if mode not in result and mode in peers:
                 result[mode] = capped_run(spark, workload, folder, enabled, join_format,
                                           cap_seconds)
                 print(f"    {mode:<10} {summary(result[mode])}", flush=True)
-        if with_flink and flink.installed():
+        if with_flink and "flink_rocksdb" in peers and flink.installed():
             result["flink_rocksdb"] = flink.capped_peer(workload, folder, cap_seconds)
         check(spark, workload, folder, result)
         results.append(result)
