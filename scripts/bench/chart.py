@@ -57,6 +57,8 @@ def growth_chart(results: list[dict], path: Path) -> None:
         for mode in LABELS:
             batches = [b for b in (result.get(mode) or {}).get("per_batch", [])
                        if b["input_rows"] > 0]
+            if not batches:  # a peer not run, or without progress (Flink)
+                continue
             stored = [0] + [b["state_rows"] for b in batches[:-1]]
             for axis, xs in zip(axes[row], (stored, [b["output_rows"] for b in batches])):
                 axis.plot([max(x, 1) for x in xs], [b["ms"] for b in batches],
