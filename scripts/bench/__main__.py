@@ -74,7 +74,7 @@ def arguments() -> argparse.Namespace:
 
 
 def scale_peers(names: str) -> set[str]:
-    chosen = set(names.split(",")) | {"multi_join"}
+    chosen = set(names.split(","))
     if unknown := chosen - set(SCALE_PEERS):
         raise SystemExit(f"--scale-peers: unknown peer(s) {', '.join(sorted(unknown))}; "
                          f"choose from {', '.join(SCALE_PEERS)}")

@@ -14,6 +14,7 @@ import json
 import shutil
 import time
 from pathlib import Path
+from typing import Collection
 
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
@@ -37,9 +38,10 @@ SCALE_PEERS = tuple(mode for mode, _, _ in SPARK_PEERS) + ("flink_rocksdb",)
 
 def run_scale(spark: SparkSession, chosen: list[Workload], out: Path, work: Path,
               cap_seconds: float = CAP_SECONDS, with_flink: bool = False,
-              peers: set[str] = frozenset(SCALE_PEERS)) -> None:
-    """Each of `peers` on each of `chosen`, capped; writes scale_results.json,
-    scale_results.md and cost_growth.png to `out`."""
+              peers: Collection[str] = SCALE_PEERS) -> None:
+    """The multi-join and the others of `peers` on each of `chosen`, capped; writes
+    scale_results.json, scale_results.md and cost_growth.png to `out`."""
+    peers = {*peers, "multi_join"}  # every ratio is against it
     shutil.rmtree(work, ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
     results = []

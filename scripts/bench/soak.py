@@ -5,9 +5,9 @@ time stay flat over a long stream (state store maintenance, snapshots, changelog
 The input is Spark's `rate-micro-batch` source, one per input: a fixed number of rows per
 micro-batch and an event time that moves ten seconds per micro-batch whatever the batch takes, so
 that every run sees the same rows in the same micro-batches. Per micro-batch: its time and state
-rows (from the progress, read from the JVM every second, which keeps the last hundred); sampled while it runs: the
-checkpoint's bytes on disk; at each tenth of the run, the JVM's heap after a full GC (forced
-there, and only there).
+rows (from the progress, read every second from the JVM, which keeps the last hundred); sampled
+while it runs: the checkpoint's bytes on disk; at each tenth of the run, the JVM's heap after a
+full GC (forced there, and only there).
 
 State store maintenance (snapshots, and deleting the changelogs and snapshots no longer needed)
 runs every MAINTENANCE_INTERVAL instead of Spark's 60 s: a soak of minutes then sees as many
