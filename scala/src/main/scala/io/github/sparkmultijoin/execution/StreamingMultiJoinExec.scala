@@ -327,6 +327,9 @@ case class StreamingMultiJoinExec(
       padded(padder, state, lateRowsWatermarkMs, evictionWatermarkMs)
     val numOutputRows = metric(NUM_OUTPUT_ROWS)
     onExhaustion(rows.map { row => numOutputRows += 1; row }) {
+      // The rows still held are written now, so that their writing counts as updates, not as
+      // the removals or the commit that would write them first.
+      state.writeAppendedRows()
       metric(ALL_UPDATES_TIME_MS) += NANOSECONDS.toMillis(System.nanoTime - updateStartTimeNs)
       metric(ALL_REMOVALS_TIME_MS) += timeTakenMs(evict(state, evictionWatermarkMs))
       if (ttlExpiry.isSet) ttlExpiry.nextDueMs(state).foreach(nextTtlDueMs.add)

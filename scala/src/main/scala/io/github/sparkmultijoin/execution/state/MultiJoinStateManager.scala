@@ -137,7 +137,7 @@ class MultiJoinStateManager(
    * Writes the rows appended since the last call, each key's at once. Reads and removals of
    * stored rows and the commit call it first; tests that read the store past the manager do too.
    */
-  private[state] def writeAppendedRows(): Unit = if (keysWithUnwrittenRows.nonEmpty) {
+  def writeAppendedRows(): Unit = if (keysWithUnwrittenRows.nonEmpty) {
     keysWithUnwrittenRows.foreach { batchKey =>
       partition.add(batchKey.key, batchKey.unwrittenRows.toArray)
       batchKey.unwrittenRows.clear()
