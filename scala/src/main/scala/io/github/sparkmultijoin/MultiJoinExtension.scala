@@ -1,7 +1,7 @@
 package io.github.sparkmultijoin
 
 import io.github.sparkmultijoin.optimizer.{CollapseStreamingJoinChains, InputNames, ResolveMultiJoinHint, ValidateMultiJoinRestart}
-import io.github.sparkmultijoin.planning.MultiJoinStrategy
+import io.github.sparkmultijoin.planning.{CheckRealTimeAllowlist, MultiJoinStrategy}
 
 import org.apache.spark.sql.SparkSessionExtensions
 import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
@@ -48,7 +48,8 @@ class MultiJoinExtension extends (SparkSessionExtensions => Unit) {
     extensions.injectPreCBORule(_ => CollapseStreamingJoinChains)
     extensions.injectPreCBORule(ValidateMultiJoinRestart(_))
 
-    // Planner
+    // Planner, then a check of the physical plan (real-time mode's allowlist)
     extensions.injectPlannerStrategy(MultiJoinStrategy)
+    extensions.injectColumnar(CheckRealTimeAllowlist(_))
   }
 }

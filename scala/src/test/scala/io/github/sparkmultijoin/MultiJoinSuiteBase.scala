@@ -48,8 +48,10 @@ object MultiJoinSuiteBase {
   val InMemoryProvider =
     "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 
+  // Six task slots on two cores: a query in real-time mode runs its source tasks and its stateful
+  // tasks at the same time, and Spark refuses to start it without a slot for each.
   lazy val session: SparkSession = SparkSession.builder()
-    .master("local[2]")
+    .master("local[6]")
     .appName("spark-multijoin-scala-tests")
     .config("spark.ui.enabled", "false")
     .config("spark.sql.shuffle.partitions", "2")

@@ -16,6 +16,12 @@ import org.apache.spark.sql.execution.metric.SQLMetric
  * by this batch. A key's rows of all inputs are read at once ([[MultiJoinStateManager.rowsUnder]]);
  * a key under which an input has none is dropped.
  *
+ * In Spark's real-time mode a partition's input does not end until its long batch does, so
+ * nothing can wait for it: there each row is joined as it arrives ([[joinOnArrival]]), with
+ * every row stored before it, this batch's included, and then stored. A combination then comes
+ * out once, when the last of its rows arrives. Only inner joins run so: an outer input's padding
+ * waits on rows still to come, and Spark refuses outer stream-stream joins in that mode.
+ *
  * @param join        the compiled conditions and projections
  * @param state       the partition's state
  * @param padder      null-pads a deciding row with a null key, where one comes out at once
@@ -32,8 +38,50 @@ class DeltaJoiner(
     timeOrdinals: Seq[Option[Int]],
     numLateRows: SQLMetric) {
 
+  /**
+   * What the batch's new rows join: all are stored before any is joined, so that each key's
+   * stored rows are read once per batch, not once per new row.
+   */
+  def joinAsBatch(reader: TaggedInputs.Reader, tagged: Iterator[InternalRow])
+      : Iterator[InternalRow] =
+    tagged.flatMap { row =>
+      val input = reader.input(row)
+      store(input, reader.row(row, input))
+    } ++ joinAddedKeys()
+
+  /** What each new row joins as it arrives (real-time mode; inner joins only). */
+  def joinOnArrival(
+      reader: TaggedInputs.Reader,
+      tagged: Iterator[InternalRow]): Iterator[InternalRow] = {
+    require(join.tree.outerInputs.isEmpty, "only inner multi-joins join rows as they arrive")
+    tagged.flatMap { row =>
+      val input = reader.input(row)
+      arrive(input, reader.row(row, input))
+    }
+  }
+
+  private def arrive(input: Int, row: InternalRow): Iterator[InternalRow] =
+    if (isLate(input, row)) {
+      numLateRows += 1
+      Iterator.empty
+    } else {
+      val key = join.keyProjections(input)(row)
+      val unsafeRow = join.toUnsafe(input, row)
+      join.bindOnly(input, unsafeRow)
+      if (key.anyNull || !join.passes(join.deltaPlans(input).onNewRow)) {
+        Iterator.empty
+      } else {
+        // Stored first: the key's rows are then read with this input's included, so that an
+        // input with none under the key in memory does not stand for all of them.
+        state.append(input, key, unsafeRow)
+        val rowsOf = state.rowsUnder(key, everyInput = true)
+        join.bindOnly(input, unsafeRow)
+        join.combinations(join.deltaPlans(input), rowsOf(_).rows)(() => join.bound.outputRow())
+      }
+    }
+
   /** Stores a new row, unless it is late or can join nothing; what it emits at once. */
-  def store(input: Int, row: InternalRow): Iterator[InternalRow] = {
+  private def store(input: Int, row: InternalRow): Iterator[InternalRow] = {
     if (isLate(input, row)) {
       numLateRows += 1
       Iterator.empty
@@ -60,7 +108,7 @@ class DeltaJoiner(
   }
 
   /** The combinations with a row of this batch, over every key this batch stored rows under. */
-  def joinAddedKeys(): Iterator[InternalRow] =
+  private def joinAddedKeys(): Iterator[InternalRow] =
     state.keysAdded.flatMap { case (key, addedInputs) => joinKey(key, addedInputs) }
 
   private def joinKey(key: UnsafeRow, addedInputs: Long): Iterator[InternalRow] = {

@@ -182,8 +182,9 @@ case class StreamingMultiJoinExec(
       case _ =>
     }
     // Spark passes its default schema format, which predates column families; ours need 3.
-    validateAndWriteStateSchema(
-      hadoopConf, batchId, ColumnFamilySchemaFormat, getStateInfo, stateSchemaDirPath(), session)
+    SparkInternals.validateAndWriteStateSchema(
+      this, hadoopConf, batchId, ColumnFamilySchemaFormat, getStateInfo, stateSchemaDirPath(),
+      session)
   }
 
   private val ColumnFamilySchemaFormat = 3
@@ -300,7 +301,7 @@ case class StreamingMultiJoinExec(
       session.sessionState, Some(SparkInternals.stateStoreCoordinator(session)),
       useColumnFamilies = opened.useColumnFamilies)(
       processPartition(info, watermarks.map(_._1), watermarks.map(_._2), batchRowsMemory,
-        batchStartMs, layout))
+        batchStartMs, layout, SparkInternals.isRealTimeMode(session)))
   }
 
   private def processPartition(
@@ -309,7 +310,8 @@ case class StreamingMultiJoinExec(
       evictionWatermarkMs: Option[Long],
       batchRowsMemory: Long,
       batchStartMs: Option[Long],
-      layout: StateLayout)(
+      layout: StateLayout,
+      realTime: Boolean)(
       store: StateStore,
       taggedRows: Iterator[InternalRow]): Iterator[InternalRow] = {
     val state = new MultiJoinStateManager(store, keySchema, inputSchemas, timeOrdinals,
@@ -323,8 +325,11 @@ case class StreamingMultiJoinExec(
     val joiner = new DeltaJoiner(join, state, padder, lateRowsWatermarkMs.map(_ * 1000),
       timeOrdinals, metric(NUM_ROWS_DROPPED_BY_WATERMARK))
     val updateStartTimeNs = System.nanoTime
-    val rows = joined(joiner, taggedRows) ++
-      padded(padder, state, lateRowsWatermarkMs, evictionWatermarkMs)
+    val reader = new TaggedInputs.Reader(keys.head.length, inputs.map(_.length))
+    val rows =
+      if (realTime) joiner.joinOnArrival(reader, taggedRows)
+      else joiner.joinAsBatch(reader, taggedRows) ++
+        padded(padder, state, lateRowsWatermarkMs, evictionWatermarkMs)
     val numOutputRows = metric(NUM_OUTPUT_ROWS)
     onExhaustion(rows.map { row => numOutputRows += 1; row }) {
       // The rows still held are written now, so that their writing counts as updates, not as
@@ -337,18 +342,6 @@ case class StreamingMultiJoinExec(
       SparkInternals.committedCheckpoint(store, conf).foreach(setStateStoreCheckpointInfo)
       reportState(state, store)
     }
-  }
-
-  /**
-   * What the new rows join. All are stored before any is joined, so that each key's stored rows
-   * are read once per batch, not once per new row.
-   */
-  private def joined(joiner: DeltaJoiner, tagged: Iterator[InternalRow]): Iterator[InternalRow] = {
-    val reader = new TaggedInputs.Reader(keys.head.length, inputs.map(_.length))
-    tagged.flatMap { row =>
-      val input = reader.input(row)
-      joiner.store(input, reader.row(row, input))
-    } ++ joiner.joinAddedKeys()
   }
 
   /**

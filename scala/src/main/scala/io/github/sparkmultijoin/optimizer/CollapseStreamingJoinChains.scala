@@ -84,6 +84,8 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
       (plan, Nil)
     } else if (eligibility == Eligibility.Disabled) {
       onStreamingJoins(plan, ConfDisabled)
+    } else if (realTimeModeRefusal.isDefined) {
+      onStreamingJoins(plan, RealTimeModeUnsupported(realTimeModeRefusal.get))
     } else {
       StateLayout.forSession(conf) match {
         case Left(reason) => onStreamingJoins(plan, StoreUnsupported(reason))
@@ -91,6 +93,11 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
       }
     }
   }
+
+  /** Why this line keeps Spark's joins, where the query being planned runs in real-time mode. */
+  private def realTimeModeRefusal: Option[String] =
+    SparkInternals.realTimeModeRefusal
+      .filter(_ => SparkSession.getActiveSession.exists(SparkInternals.isRealTimeMode))
 
   /** `plan`, each of its streaming joins tagged with `verdict`, which is about them all. */
   private def onStreamingJoins(

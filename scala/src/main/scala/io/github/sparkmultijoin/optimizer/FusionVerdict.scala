@@ -152,6 +152,12 @@ object FusionVerdict {
     def args: Seq[(String, VerdictArg)] = Seq("reason" -> text(reason))
   }
 
+  case class RealTimeModeUnsupported(reason: String) extends FusionVerdict {
+    def code: String = "REAL_TIME_MODE_UNSUPPORTED"
+    override def isWarning: Boolean = true
+    def args: Seq[(String, VerdictArg)] = Seq("reason" -> text(reason))
+  }
+
   // Why one join, or a chain, stays as Spark planned it.
 
   case class UnsupportedJoinType(joinType: JoinType) extends FusionVerdict {

@@ -14,11 +14,12 @@ import org.apache.spark.sql.catalyst.expressions.{AttributeSet, Expression}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.optimizer.NormalizeFloatingNumbers
 import org.apache.spark.sql.classic
-import org.apache.spark.sql.execution.streaming.ProcessingTimeTrigger
+import org.apache.spark.sql.connector.catalog.Table
+import org.apache.spark.sql.execution.streaming.{ProcessingTimeTrigger, RealTimeTrigger}
 import org.apache.spark.sql.execution.streaming.checkpointing.{CommitLog, OffsetSeqLog}
-import org.apache.spark.sql.execution.streaming.operators.stateful.{StatefulOperatorStateInfo, StatefulOpStateStoreCheckpointInfo}
+import org.apache.spark.sql.execution.streaming.operators.stateful.{SchemaValidationUtils, StatefulOperatorStateInfo, StatefulOpStateStoreCheckpointInfo}
 import org.apache.spark.sql.execution.streaming.runtime.{IncrementalExecution, StreamExecution}
-import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreCoordinatorRef}
+import org.apache.spark.sql.execution.streaming.state.{StateSchemaValidationResult, StateStore, StateStoreCoordinatorRef}
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.types.{DataType, StructType}
 
@@ -90,6 +91,35 @@ object SparkInternals extends SparkLineInternals {
       query <- runningQuery(session)
       execution <- Option(query.lastExecution)
     } yield execution
+
+  /**
+   * Whether the streaming query planned or run on this thread runs in Spark's real-time mode
+   * (`trigger(realTime=...)`): long batches whose stateful operators get their input rows as
+   * the sources read them, until the batch ends.
+   */
+  def isRealTimeMode(session: SparkSession): Boolean = realTimeSink(session).isDefined
+
+  /** The sink of the real-time query planned or run on this thread, if it is one. */
+  def realTimeSink(session: SparkSession): Option[Table] =
+    runningQuery(session).filter(_.trigger.isInstanceOf[RealTimeTrigger]).map(_.sink)
+
+  /**
+   * Spark's validation and writing of `operator`'s state schema (format `version`), for a
+   * micro-batch of `session`'s running query (which may run in real-time mode).
+   */
+  def validateAndWriteStateSchema(
+      operator: SchemaValidationUtils,
+      hadoopConf: Configuration,
+      batchId: Long,
+      version: Int,
+      info: StatefulOperatorStateInfo,
+      schemaDir: Path,
+      session: SparkSession): List[StateSchemaValidationResult] =
+    RealTimeModeLine.validateAndWriteStateSchema(operator, hadoopConf, batchId, version, info,
+      schemaDir, session, isRealTimeMode(session))
+
+  /** Why chains keep Spark's joins in real-time mode on this Spark line, if they do. */
+  def realTimeModeRefusal: Option[String] = RealTimeModeLine.refusal
 
   /** The run id of the streaming query whose micro-batch is planned on this thread, if any. */
   def runningQueryRun(session: SparkSession): Option[UUID] = runningQuery(session).map(_.runId)
