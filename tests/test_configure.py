@@ -22,6 +22,7 @@ from spark_multijoin._configure import (
     EXPLAIN_GENERATOR_CLASS,
     EXPLAIN_PROVIDERS,
     LOCAL_CHECKPOINT_FILE_MANAGER,
+    REAL_TIME_ALLOWLIST_CHECK,
 )
 from spark_multijoin._jars import bundled_jars, running_spark_version
 from support.modules import load_module
@@ -115,3 +116,17 @@ def test_the_session_runs_the_jar_of_its_spark_line(spark):
     jars = [jar for jar in spark.conf.get("spark.jars").split(",") if "spark-multijoin" in jar]
     line = ".".join(spark.version.split(".")[:2])
     assert [Path(jar).name for jar in jars] == [f"spark-multijoin_{line}_2.13.jar"]
+
+
+def test_real_time_turns_spark_allowlist_check_off_only_when_asked():
+    assert REAL_TIME_ALLOWLIST_CHECK not in options(
+        configure_spark_with_multijoin(SparkSession.Builder()))
+    settings = options(configure_spark_with_multijoin(SparkSession.Builder(), real_time=True))
+    assert settings[REAL_TIME_ALLOWLIST_CHECK] == "false"
+
+
+def test_real_time_refuses_a_builder_that_keeps_spark_allowlist_check_on():
+    builder = SparkSession.Builder().config(REAL_TIME_ALLOWLIST_CHECK, "true")
+    with pytest.raises(ValueError, match="remove that setting, or leave real_time off"):
+        configure_spark_with_multijoin(builder, real_time=True)
+    assert options(builder)[REAL_TIME_ALLOWLIST_CHECK] == "true"

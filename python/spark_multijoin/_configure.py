@@ -19,6 +19,7 @@ CHANGELOG_CHECKPOINTING = "spark.sql.streaming.stateStore.rocksdb.changelogCheck
 CHECKPOINT_FILE_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
 LOCAL_CHECKPOINT_FILE_MANAGER = (
     "io.github.sparkmultijoin.execution.LocalFileSystemCheckpointFileManager")
+REAL_TIME_ALLOWLIST_CHECK = "spark.sql.streaming.realTimeMode.allowlistCheck"
 
 
 def jar_path(spark_version: str | None = None) -> str:
@@ -35,7 +36,8 @@ def _appended(existing: str | None, value: str) -> str:
     return ",".join(items if value in items else items + [value])
 
 
-def configure_spark_with_multijoin(builder: SparkSession.Builder) -> SparkSession.Builder:
+def configure_spark_with_multijoin(builder: SparkSession.Builder, *,
+                                   real_time: bool = False) -> SparkSession.Builder:
     """Return `builder` set up to run spark-multijoin.
 
     Adds the bundled jar for the Spark line that will run (`jar_path()`) to `spark.jars`, the
@@ -52,6 +54,11 @@ def configure_spark_with_multijoin(builder: SparkSession.Builder) -> SparkSessio
     streaming query of the session.
     The extension starts disabled: turn it on with `spark.conf.set("multi-join.enabled", True)`
     or `multi_join(spark).enabled = True`.
+
+    With `real_time=True` (Spark 4.3, queries with `trigger(realTime=...)`) it turns off Spark's
+    check that a real-time query runs only the operators and sinks Spark lists, which has no
+    place for the multi-join, and the extension runs Spark's own check in its place, with the
+    multi-join allowed: a query with any other operator or sink Spark does not list still fails.
     """
     # The builder keeps its options in `_options`; reading them is how settings are appended to
     # rather than replaced (delta-spark's helper reads it the same way).
@@ -66,4 +73,16 @@ def configure_spark_with_multijoin(builder: SparkSession.Builder) -> SparkSessio
         builder = builder.config(CHANGELOG_CHECKPOINTING, "true")
     if CHECKPOINT_FILE_MANAGER not in options:
         builder = builder.config(CHECKPOINT_FILE_MANAGER, LOCAL_CHECKPOINT_FILE_MANAGER)
-    return builder
+    return _with_real_time(builder, options) if real_time else builder
+
+
+def _with_real_time(builder: SparkSession.Builder,
+                    options: dict[str, str]) -> SparkSession.Builder:
+    """`builder` with Spark's real-time mode allowlist check off (the extension runs it in its
+    place, the multi-join allowed); an error where the builder turns it on."""
+    if options.get(REAL_TIME_ALLOWLIST_CHECK, "false").strip().lower() != "false":
+        raise ValueError(
+            f"real_time=True turns {REAL_TIME_ALLOWLIST_CHECK} off, and the builder sets it to "
+            f"{options[REAL_TIME_ALLOWLIST_CHECK]!r}: remove that setting, or leave real_time "
+            "off (the multi-join then does not run in real-time mode)")
+    return builder.config(REAL_TIME_ALLOWLIST_CHECK, "false")

@@ -26,6 +26,7 @@ class FusionVerdictSuite extends AnyFunSuite {
     TtlNotAppliedWithOuter(7, a),
     ConfDisabled,
     StoreUnsupported("the store says no"),
+    RealTimeModeUnsupported("this line says no"),
     UnsupportedJoinType(LeftSemi),
     NondeterministicCondition("(rand() > 0.5)"),
     HintMissesOuterInputs(Seq(a, b)),
