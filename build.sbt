@@ -73,6 +73,18 @@ def sparkLine(line: String): Project = {
       Compile / packageBin / artifactPath :=
         (ThisBuild / baseDirectory).value / "target" / "jars" / s"spark-multijoin_${line}_2.13.jar",
       Test / fork := true,
+      // Real-time mode suites in a JVM of their own, with a task slot for every task of a query.
+      Test / testGrouping := {
+        val (realTime, others) = (Test / definedTests).value.partition(_.name.endsWith(
+          "RealTimeMultiJoinSuite"))
+        val options = (Test / forkOptions).value
+        Tests.Group("suites", others, Tests.SubProcess(options)) +:
+          realTime.map(suite =>
+            Tests.Group(suite.name, Seq(suite),
+              Tests.SubProcess(
+                options.withRunJVMOptions(
+                  options.runJVMOptions :+ "-Dmultijoin.test.master=local[6]"))))
+      },
       Test / javaOptions ++= Seq(
         "-Xmx2g",
         // Tests run many short queries: the quick compiler alone warms up sooner than it loses.

@@ -26,10 +26,10 @@ pytestmark = pytest.mark.one_line  # the benchmark is the same Python on every l
 @pytest.mark.slow
 def test_benchmark_runs_both_modes_and_writes_its_results(spark, tmp_path):
     with session_conf(spark, {ENABLED_KEY: None}):
-        run_benchmark(spark, workloads(["fanout", "time_bounded"], shrink=50),
+        run_benchmark(spark, workloads(["time_bounded"], shrink=50),
                       tmp_path / "out", tmp_path / "work", tiny=True)
     results = json.loads((tmp_path / "out" / "results.json").read_text())["results"]
-    assert [r["workload"] for r in results] == ["fanout", "time_bounded"]
+    assert [r["workload"] for r in results] == ["time_bounded"]
     format_4 = tuple(int(part) for part in spark.version.split(".")[:2]) >= (4, 3)
     for result in results:
         assert result["chain"]["output_rows"] == result["multi_join"]["output_rows"] > 0
@@ -44,7 +44,7 @@ def test_benchmark_runs_both_modes_and_writes_its_results(spark, tmp_path):
                for r in results)
     assert (tmp_path / "out" / "state_and_batch_duration.png").stat().st_size > 0
     table = (tmp_path / "out" / "results.md").read_text()
-    assert "| fanout |" in table and "| time_bounded |" in table
+    assert "| time_bounded |" in table
 
 
 def _progress(batch_id: int, input_rows: int, trigger_ms: int, add_batch_ms: int,

@@ -15,9 +15,12 @@ import pytest
 RUN = Path(__file__).resolve().parent / "support" / "deployment_run.py"
 
 
+# On the newest line only: how a server and an executor get the jar is Spark's, the same on every
+# line, and each line's jar is loaded by every other test of the line.
 @pytest.mark.slow
+@pytest.mark.one_line
 def test_a_fused_join_through_spark_connect_on_a_cluster_gives_the_batch_answer(spark, tmp_path):
-    # `spark` only puts the test among those that run Spark (on every line); the run has its own.
+    # `spark` only puts the test among those that run Spark; the run has its own.
     done = subprocess.run([sys.executable, str(RUN), str(tmp_path)], capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]

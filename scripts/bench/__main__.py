@@ -4,6 +4,7 @@
                             [--out benchmark-results] [--tiny] [--flink] [--breakdown]
                             [--cap-minutes 20] [--driver-memory 6g] [--soak N]
                             [--scale-peers chain,chain_v4,multi_join,flink_rocksdb]
+                            [--latency 1000,10000 [--latency-seconds 20]]
 
 It writes `results.json`, `results.md` (the tables the docs show) and
 `state_and_batch_duration.png` (state rows and batch duration per batch, both modes) to --out.
@@ -29,6 +30,11 @@ is to finish with `--driver-memory 4g`. `--scale-peers multi_join,flink_rocksdb`
 peers (chain, chain_v4, multi_join, flink_rocksdb; the multi-join always runs), the others
 reported as not run.
 
+`--latency RATES` runs, instead, a 4-way inner multi-join fed at each rate (rows a second per
+input) in Spark 4.3's real-time mode and in micro-batches (latency.py), on `local[8]`, and writes
+`latency.json` and `latency.md`: each output row's time from its last input row's send to the
+sink, p50, p99 and max.
+
 `--soak N` runs, instead, a time-bounded multi-join (and Spark's chain) over N small
 micro-batches (soak.py), and writes `soak.json`, `soak.md` and `soak.png`.
 """
@@ -36,12 +42,15 @@ micro-batches (soak.py), and writes `soak.json`, `soak.md` and `soak.png`.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 from scripts.bench.benchmark import run_benchmark
 from scripts.bench.breakdown import run_breakdown
+from scripts.bench.latency import run_latency
 from scripts.bench.scale import SCALE_PEERS, run_scale
 from scripts.bench.scale_workloads import SCALE_NAMES
 from scripts.bench.soak import run_soak
@@ -67,6 +76,10 @@ def arguments() -> argparse.Namespace:
                         help="the scale workloads: the peers to run (the multi-join always runs)")
     parser.add_argument("--soak", type=int, default=0, metavar="N",
                         help="instead, the soak run over N micro-batches")
+    parser.add_argument("--latency", default="", metavar="RATES",
+                        help="instead, latency in real-time mode and micro-batches at these "
+                        "rates (rows a second per input, comma-separated; needs Spark 4.3)")
+    parser.add_argument("--latency-seconds", type=float, default=20)
     parser.add_argument("--flink", action="store_true",
                         help="also run Flink (MultiJoin on the heap and in RocksDB, binary "
                         "joins, scan only) on the keyed workloads' files (needs the flink extra)")
@@ -83,16 +96,24 @@ def scale_peers(names: str) -> set[str]:
 
 def main() -> None:
     args = arguments()
+    # Spark's Python workers (the latency run's foreach sink) run this interpreter.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     chosen = workloads(args.workloads.split(","), shrink=50 if args.tiny else 1)
     spark = configure_spark_with_multijoin(
-        SparkSession.builder.master("local[2]").appName("multijoin-benchmark")
+        # Real-time mode runs every source task and every stateful task at once: a slot each.
+        SparkSession.builder.master("local[8]" if args.latency else "local[2]")
+        .appName("multijoin-benchmark")
         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2" if args.tiny else "4")
-        .config("spark.driver.memory", args.driver_memory)).getOrCreate()
+        .config("spark.driver.memory", args.driver_memory),
+        real_time=bool(args.latency)).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     at_scale = [w for w in chosen if w.name in SCALE_NAMES]
     others = [w for w in chosen if w.name not in SCALE_NAMES]
-    if args.soak:
+    if args.latency:
+        run_latency(spark, [int(r) for r in args.latency.split(",")], args.latency_seconds,
+                    args.out, args.work / "latency")
+    elif args.soak:
         run_soak(spark, args.soak, args.out, args.work / "soak", args.cap_minutes * 60)
     elif args.breakdown:
         run_breakdown(spark, chosen, args.out, args.work)

@@ -48,10 +48,11 @@ object MultiJoinSuiteBase {
   val InMemoryProvider =
     "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 
-  // Six task slots on two cores: a query in real-time mode runs its source tasks and its stateful
-  // tasks at the same time, and Spark refuses to start it without a slot for each.
+  // The build gives the real-time mode suites a JVM of their own with more task slots than
+  // cores: such a query runs its source tasks and its stateful tasks at the same time, and Spark
+  // refuses to start it without a slot for each. Other suites run faster on two.
   lazy val session: SparkSession = SparkSession.builder()
-    .master("local[6]")
+    .master(sys.props.getOrElse("multijoin.test.master", "local[2]"))
     .appName("spark-multijoin-scala-tests")
     .config("spark.ui.enabled", "false")
     .config("spark.sql.shuffle.partitions", "2")

@@ -83,6 +83,8 @@ class RealTimeMultiJoinSuite extends MultiJoinSuiteBase {
   private def withRealTimeMode[T](body: => T): T = withMultiJoin(enabled = true) {
     withConf(
       "spark.sql.streaming.realTimeMode.allowlistCheck" -> "false",
+      // What real-time mode needs: Spark sets it where it is unset, other suites set it to 1.
+      "spark.sql.streaming.stateStore.checkpointFormatVersion" -> "2",
       "spark.sql.shuffle.partitions" -> "1")(body)
   }
 
@@ -93,7 +95,7 @@ class RealTimeMultiJoinSuite extends MultiJoinSuiteBase {
       .outputMode("update")
       .foreach(new CollectingWriter(id))
       .option("checkpointLocation", checkpoint)
-      .trigger(Trigger.RealTime("8 seconds"))
+      .trigger(Trigger.RealTime("5 seconds"))
       .start()
     new Received(query, id)
   }

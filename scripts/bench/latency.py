@@ -1,0 +1,166 @@
+"""`--latency`: how long a joined row takes to come out, in Spark 4.3's real-time mode and in
+micro-batches, for a 4-way inner multi-join on one key.
+
+A producer thread feeds the four inputs (Spark's `LowLatencyMemoryStream`, one partition each)
+at a steady rate: every tick it adds to each input the sequence numbers due by then, the same
+ones to all four, and notes when the fourth was added. Row n of every input has key n, so each
+key's fourth row completes exactly one output row. A `foreach` sink notes when each output row
+reaches it (console and memory sinks wait for the commit). A row's latency is its arrival less
+the time its last input row was sent. Every run also checks that each key came out exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from pyspark import cloudpickle
+from pyspark.sql import DataFrame, SparkSession
+
+from spark_multijoin import multi_join
+
+INPUTS = 4
+TICK_SECONDS = 0.005
+# Real-time mode's shortest batch; its rows are committed at the batch's end, so a longer batch
+# has fewer ends within a run.
+REAL_TIME_BATCH = "10 seconds"
+MODES = ("real_time", "micro_batch_0s", "micro_batch_1s")
+
+
+class Inputs:
+    """The four inputs, fed from the driver through Spark's JVM."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        jvm = spark._jvm  # type: ignore[attr-defined]
+        stream_class = jvm.org.apache.spark.sql.execution.streaming.sources.LowLatencyMemoryStream
+        encoder = jvm.org.apache.spark.sql.Encoders.scalaInt()
+        context = spark._jsparkSession.sqlContext()  # type: ignore[attr-defined]
+        self._jvm = jvm
+        self._streams = [stream_class.singlePartition(encoder, context) for _ in range(INPUTS)]
+        self.frames = [DataFrame(s.toDF(), spark).withColumnRenamed("value", f"k{i}")
+                       for i, s in enumerate(self._streams)]
+
+    def add(self, start: int, end: int) -> float:
+        """Adds keys start..end-1 to every input; when the last input got them."""
+        for stream in self._streams:
+            stream.addData(self._jvm.scala.runtime.RichInt(start).until(end))
+        return time.time()
+
+
+def joined(frames: list[DataFrame]) -> DataFrame:
+    result = frames[0]
+    for i, frame in enumerate(frames[1:], start=1):
+        result = result.join(frame, result["k0"] == frame[f"k{i}"])
+    return result.select("k0")
+
+
+class ArrivalWriter:
+    """A foreach sink noting each row's key and arrival, one file per partition and batch. Sent
+    to Spark's Python workers by value, as they cannot import this package."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+
+    def open(self, partition_id: int, epoch_id: int) -> bool:
+        self.file = open(f"{self.folder}/{partition_id}-{epoch_id}-{time.time_ns()}.csv", "a")
+        return True
+
+    def process(self, row) -> None:  # type: ignore[no-untyped-def]
+        self.file.write(f"{row.k0},{time.time()}\n")
+        self.file.flush()
+
+    def close(self, error) -> None:  # type: ignore[no-untyped-def]
+        self.file.close()
+
+
+def produce(inputs: Inputs, rate: int, seconds: float, sent: list[tuple[int, int, float]]) -> None:
+    """Feeds `rate` keys a second to every input for `seconds`, noting (start, end, time)."""
+    started, next_key = time.time(), 0
+    while (now := time.time()) < started + seconds:
+        due = int((now - started) * rate)
+        if due > next_key:
+            sent.append((next_key, due, inputs.add(next_key, due)))
+            next_key = due
+        time.sleep(TICK_SECONDS)
+
+
+def run_mode(spark: SparkSession, mode: str, rate: int, seconds: float, work: Path) -> dict:
+    """One run of `mode` at `rate` keys a second per input: the latencies and the check."""
+    arrivals, checkpoint = work / f"{mode}-{rate}" / "arrivals", work / f"{mode}-{rate}" / "cp"
+    shutil.rmtree(arrivals.parent, ignore_errors=True)
+    arrivals.mkdir(parents=True)
+    inputs = Inputs(spark)
+    writer = (joined(inputs.frames).writeStream.outputMode("update")
+              .foreach(ArrivalWriter(str(arrivals))).option("checkpointLocation", str(checkpoint)))
+    trigger = ({"realTime": REAL_TIME_BATCH} if mode == "real_time"
+               else {"processingTime": mode.rsplit("_", 1)[1].replace("s", " seconds")})
+    query = writer.trigger(**trigger).start()
+    sent: list[tuple[int, int, float]] = []
+    try:
+        produce(inputs, rate, seconds, sent)
+        keys = sent[-1][1] if sent else 0
+        deadline = time.time() + 30
+        while time.time() < deadline and count_rows(arrivals) < keys:
+            time.sleep(0.2)
+    finally:
+        query.stop()
+    return summary(mode, rate, sent, read_arrivals(arrivals))
+
+
+def count_rows(folder: Path) -> int:
+    return sum(1 for f in folder.glob("*.csv") for _ in f.open())
+
+
+def read_arrivals(folder: Path) -> list[tuple[int, float]]:
+    return [(int(key), float(at)) for f in folder.glob("*.csv")
+            for key, at in (line.split(",") for line in f.read_text().splitlines())]
+
+
+def summary(mode: str, rate: int, sent: list[tuple[int, int, float]],
+            arrived: list[tuple[int, float]]) -> dict:
+    """The latency distribution in ms, and whether every key sent came out exactly once."""
+    sent_at = {key: at for start, end, at in sent for key in range(start, end)}
+    keys = [key for key, _ in arrived]
+    latencies = sorted((at - sent_at[key]) * 1000 for key, at in arrived if key in sent_at)
+
+    def pct(p: float) -> float | None:
+        return round(latencies[min(len(latencies) - 1, int(p * len(latencies)))], 1) \
+            if latencies else None
+
+    return {"mode": mode, "rate_per_input": rate, "keys_sent": len(sent_at),
+            "rows_out": len(arrived), "duplicated": len(keys) - len(set(keys)),
+            "missing": len(set(sent_at) - set(keys)),
+            "p50_ms": pct(0.5), "p99_ms": pct(0.99), "max_ms": pct(1.0),
+            "mean_ms": round(statistics.fmean(latencies), 1) if latencies else None}
+
+
+def run_latency(spark: SparkSession, rates: list[int], seconds: float, out: Path,
+                work: Path) -> None:
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    out.mkdir(parents=True, exist_ok=True)
+    multi_join(spark).enabled = True
+    results = []
+    for rate in rates:
+        for mode in MODES:
+            print(f"latency {mode} at {rate} rows/s per input ...", flush=True)
+            results.append(run_mode(spark, mode, rate, seconds, work))
+            print(f"    {results[-1]}", flush=True)
+    (out / "latency.json").write_text(json.dumps(results, indent=2))
+    (out / "latency.md").write_text(markdown(results, spark))
+    print(f"wrote latency.json and latency.md to {out}")
+
+
+def markdown(results: list[dict], spark: SparkSession) -> str:
+    slots = spark.sparkContext.defaultParallelism
+    lines = [f"4-way inner multi-join, one key per row, {slots} task slots "
+             f"(`{spark.sparkContext.master}`), real-time batches of {REAL_TIME_BATCH}.", "",
+             "| mode | rows/s per input | keys sent | rows out | duplicated | missing | "
+             "p50 ms | p99 ms | max ms |", "| --- |" + " ---: |" * 8]
+    lines += [f"| {r['mode']} | {r['rate_per_input']:,} | {r['keys_sent']:,} | "
+              f"{r['rows_out']:,} | {r['duplicated']} | {r['missing']} | {r['p50_ms']} | "
+              f"{r['p99_ms']} | {r['max_ms']} |" for r in results]
+    return "\n".join(lines) + "\n"
