@@ -42,15 +42,13 @@ micro-batches (soak.py), and writes `soak.json`, `soak.md` and `soak.png`.
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 from scripts.bench.benchmark import run_benchmark
 from scripts.bench.breakdown import run_breakdown
-from scripts.bench.latency import run_latency
+from scripts.bench.latency import compiled_writer, run_latency
 from scripts.bench.scale import SCALE_PEERS, run_scale
 from scripts.bench.scale_workloads import SCALE_NAMES
 from scripts.bench.soak import run_soak
@@ -96,17 +94,16 @@ def scale_peers(names: str) -> set[str]:
 
 def main() -> None:
     args = arguments()
-    # Spark's Python workers (the latency run's foreach sink) run this interpreter.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     chosen = workloads(args.workloads.split(","), shrink=50 if args.tiny else 1)
-    spark = configure_spark_with_multijoin(
+    builder = (SparkSession.builder.master("local[2]").appName("multijoin-benchmark")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2" if args.tiny else "4")
+               .config("spark.driver.memory", args.driver_memory))
+    if args.latency:
         # Real-time mode runs every source task and every stateful task at once: a slot each.
-        SparkSession.builder.master("local[8]" if args.latency else "local[2]")
-        .appName("multijoin-benchmark")
-        .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2" if args.tiny else "4")
-        .config("spark.driver.memory", args.driver_memory),
-        real_time=bool(args.latency)).getOrCreate()
+        builder = builder.master("local[8]").config(
+            "spark.driver.extraClassPath", str(compiled_writer(args.work / "classes")))
+    spark = configure_spark_with_multijoin(builder, real_time=bool(args.latency)).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     at_scale = [w for w in chosen if w.name in SCALE_NAMES]
     others = [w for w in chosen if w.name not in SCALE_NAMES]
