@@ -61,12 +61,7 @@ class DeltaJoiner(
   }
 
   private def arrive(input: Int, row: InternalRow): Iterator[InternalRow] =
-    if (isLate(input, row)) {
-      numLateRows += 1
-      Iterator.empty
-    } else {
-      val key = join.keyProjections(input)(row)
-      val unsafeRow = join.toUnsafe(input, row)
+    unlessLate(input, row) { (key, unsafeRow) =>
       join.bindOnly(input, unsafeRow)
       if (key.anyNull || !join.passes(join.deltaPlans(input).onNewRow)) {
         Iterator.empty
@@ -81,13 +76,8 @@ class DeltaJoiner(
     }
 
   /** Stores a new row, unless it is late or can join nothing; what it emits at once. */
-  private def store(input: Int, row: InternalRow): Iterator[InternalRow] = {
-    if (isLate(input, row)) {
-      numLateRows += 1
-      Iterator.empty
-    } else {
-      val key = join.keyProjections(input)(row)
-      val unsafeRow = join.toUnsafe(input, row)
+  private def store(input: Int, row: InternalRow): Iterator[InternalRow] =
+    unlessLate(input, row) { (key, unsafeRow) =>
       if (key.anyNull) {
         padder.padWithoutKey(input, unsafeRow)
       } else {
@@ -99,7 +89,16 @@ class DeltaJoiner(
         Iterator.empty
       }
     }
-  }
+
+  /** What `onTime` makes of the row's key and the row as kept, unless the row is late. */
+  private def unlessLate(input: Int, row: InternalRow)(
+      onTime: (UnsafeRow, UnsafeRow) => Iterator[InternalRow]): Iterator[InternalRow] =
+    if (isLate(input, row)) {
+      numLateRows += 1
+      Iterator.empty
+    } else {
+      onTime(join.keyProjections(input)(row), join.toUnsafe(input, row))
+    }
 
   private def isLate(input: Int, row: InternalRow): Boolean = timeOrdinals(input).exists {
     ordinal =>

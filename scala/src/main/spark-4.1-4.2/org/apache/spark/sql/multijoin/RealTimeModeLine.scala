@@ -7,12 +7,12 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.execution.streaming.operators.stateful.{SchemaValidationUtils, StatefulOperatorStateInfo}
 import org.apache.spark.sql.execution.streaming.state.StateSchemaValidationResult
 
-/** What real-time mode (`trigger(realTime=...)`) gives the multi-join on Spark 4.1. */
+/** What real-time mode (`trigger(realTime=...)`) gives the multi-join on Spark 4.1 and 4.2. */
 private[multijoin] object RealTimeModeLine {
 
   /** Why chains keep Spark's joins in real-time mode on this line, if they do. */
   val refusal: Option[String] = Some(
-    "on Spark 4.1 real-time mode runs no stateful operator (a real-time batch pipelines its " +
+    s"on Spark ${BuiltFor.SparkLine} real-time mode runs no stateful operator (a real-time batch pipelines its " +
       "shuffles from Spark 4.3 on); run the query with another trigger, or on Spark 4.3")
 
   /** Spark's validation and writing of `operator`'s state schema (format `version`). */
