@@ -95,7 +95,8 @@ class RealTimeMultiJoinSuite extends MultiJoinSuiteBase {
       .outputMode("update")
       .foreach(new CollectingWriter(id))
       .option("checkpointLocation", checkpoint)
-      .trigger(Trigger.RealTime("5 seconds"))
+      // Long enough that the first two rounds come out within the first batch on a slow machine.
+      .trigger(Trigger.RealTime("10 seconds"))
       .start()
     new Received(query, id)
   }
