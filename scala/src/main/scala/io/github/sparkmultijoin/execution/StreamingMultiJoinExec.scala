@@ -291,7 +291,10 @@ case class StreamingMultiJoinExec(
     // Analyzed here, once: the tasks get the results with the plan instead of each redoing it.
     timeOrdinals; evictionOffsets; finalOffsets; evictable; if (ttlExpiry.isSet) nextTtlDueMs
     val watermarks = SparkInternals.inputWatermarks(session, info)
-    val batchRowsMemory = MultiJoinConf.batchRowsMemory(conf)
+    val realTime = SparkInternals.isRealTimeMode(session)
+    // A long batch of real-time mode writes its rows as they come: held to its end, they would
+    // all be written while the batch commits, and every row would wait for it.
+    val batchRowsMemory = if (realTime) 0L else MultiJoinConf.batchRowsMemory(conf)
     val batchStartMs = Some(ttlExpiry).filter(_.isSet).map(_ =>
       SparkInternals.batchTimestampMs(session).getOrElse(
         throw new IllegalStateException(s"$nodeName found no start time of its micro-batch")))
@@ -301,7 +304,7 @@ case class StreamingMultiJoinExec(
       session.sessionState, Some(SparkInternals.stateStoreCoordinator(session)),
       useColumnFamilies = opened.useColumnFamilies)(
       processPartition(info, watermarks.map(_._1), watermarks.map(_._2), batchRowsMemory,
-        batchStartMs, layout, SparkInternals.isRealTimeMode(session)))
+        batchStartMs, layout, realTime))
   }
 
   private def processPartition(
