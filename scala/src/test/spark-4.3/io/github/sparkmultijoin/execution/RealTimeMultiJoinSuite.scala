@@ -11,6 +11,7 @@ import io.github.sparkmultijoin.StreamingSteps.canonical
 
 import org.apache.spark.sql.{DataFrame, ForeachWriter, Row}
 import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper
+import org.apache.spark.sql.functions.{col, expr, timestamp_seconds}
 import org.apache.spark.sql.streaming.{StreamingQuery, StreamingQueryException, Trigger}
 
 /**
@@ -77,28 +78,148 @@ class RealTimeMultiJoinSuite extends MultiJoinSuiteBase {
     }
   }
 
+  test("a time-bounded multi-join: rows join within their bounds, and eviction at a batch's " +
+    "end loses nothing") {
+    // Rounds 80 s of event time apart and bounds of 10 s: each round joins only itself. Once a
+    // batch starts with the watermark (30 s behind) past a round, even an input two bounds from
+    // another (20 s) has nothing left to join with that round's rows: they are evicted.
+    val random = new Random(3939)
+    val rounds = Seq.tabulate(3)(round =>
+      Seq.fill(Inputs)(
+        Seq.fill(5)((random.nextInt(3), round * 100 + random.nextInt(20)))))
+    val expected = rounds.indices.map(last =>
+      canonical(timeBounded(
+        (0 until Inputs).map(i =>
+          spark.createDataFrame(rounds.take(last + 1).flatMap(_(i)))
+            .toDF(s"k$i", s"v$i")), watermarked = false).collect()))
+    val inputs = new RealTimeInputs(spark, Inputs)
+    withRealTimeMode {
+      withTempDir { checkpoint =>
+        val received = startCollecting(
+          timeBounded(inputs.frames, watermarked = true), checkpoint.getPath, batch = "2 seconds")
+        try {
+          rounds.indices.foreach { round =>
+            rounds(round).zipWithIndex.foreach { case (rows, input) => inputs.add(input, rows) }
+            received.awaitRows(expected(round))
+            received.awaitBatch(round + 1)
+          }
+          assert(canonical(received.rows) == expected.last, "nothing more, nothing twice")
+          // The third batch started with the watermark past round 0 only.
+          val third = received.query.recentProgress.find(_.batchId == 2).get
+          assert(third.stateOperators.map(_.numRowsTotal).sum == 2 * Inputs * 5,
+            "at its end the rows of rounds 1 and 2 are stored, round 0's evicted")
+          assert(received.planHasMultiJoin)
+        } finally received.query.stop()
+      }
+    }
+  }
+
+  test("a query stopped within a long batch re-runs that batch on restart: nothing lost, only " +
+    "that batch's rows may come out again") {
+    val random = new Random(393939)
+    val rounds = Seq.fill(3)(Seq.fill(Inputs)(Seq.fill(5)((random.nextInt(4), random.nextInt()))))
+    val expected = rounds.indices.map(last =>
+      canonical(joined((0 until Inputs).map { i =>
+        spark.createDataFrame(rounds.take(last + 1).flatMap(_(i))).toDF(s"k$i", s"v$i")
+      }).collect()))
+    val inputs = new RealTimeInputs(spark, Inputs)
+    def add(round: Int): Unit = rounds(round).zipWithIndex.foreach { case (rows, input) =>
+      inputs.add(input, rows)
+    }
+    withRealTimeMode {
+      withTempDir { checkpoint =>
+        add(0)
+        val first = startCollecting(joined(inputs.frames), checkpoint.getPath, batch = "2 seconds")
+        try {
+          first.awaitRows(expected(0))
+          first.awaitBatch()
+          add(1)
+          first.awaitDistinctRows(expected(1))
+        } finally first.query.stop()
+        // Normally the second batch is still running here, so the restart re-runs it.
+        val rerun = first.query.recentProgress.length == 1
+        val restarted = startCollecting(joined(inputs.frames), checkpoint.getPath,
+          batch = "2 seconds", id = first.id)
+        try {
+          add(2)
+          restarted.awaitDistinctRows(expected(2))
+          restarted.awaitBatch()
+          val counts = canonical(restarted.rows).groupBy(identity).view.mapValues(_.size)
+          assert(expected(0).forall(counts(_) == 1), "a committed batch's rows come out once")
+          val again = if (rerun) 2 else 1
+          assert(expected(1).diff(expected(0)).forall(counts(_) == again),
+            s"the stopped batch's rows come out $again times: $counts")
+          assert(expected(2).diff(expected(1)).forall(counts(_) == 1), counts)
+          assert(restarted.planHasMultiJoin)
+        } finally restarted.query.stop()
+      }
+    }
+  }
+
+  test("outer chains and self-joins are refused in real-time mode, by Spark, saying why") {
+    val inputs = new RealTimeInputs(spark, 3)
+    val Seq(a, b, c) = inputs.frames
+    withRealTimeMode {
+      val outer = refusal(a.join(b, a("k0") === b("k1"), "left_outer")
+        .join(c, a("k0") === c("k2"), "left_outer"))
+      assert(outer.contains("not supported in Update output mode"), outer)
+      val self = a.toDF("x", "y")
+      val selfJoin = refusal(a.join(self, a("k0") === self("x")).join(b, a("k0") === b("k1")))
+      assert(selfJoin.contains("IDENTICAL_SOURCES_IN_UNION_NOT_SUPPORTED"), selfJoin)
+    }
+  }
+
   private def joined(frames: Seq[DataFrame]): DataFrame = frames.zipWithIndex.tail.foldLeft(
     frames.head) { case (left, (right, i)) => left.join(right, left("k0") === right(s"k$i")) }
+
+  /** A 4-way join on k, each input within 10 s of event time of the first (v seconds). */
+  private def timeBounded(frames: Seq[DataFrame], watermarked: Boolean): DataFrame = {
+    val timed = frames.zipWithIndex.map { case (frame, i) =>
+      val withTime = frame.withColumn(s"t$i", timestamp_seconds(frame(s"v$i")))
+      if (watermarked) withTime.withWatermark(s"t$i", "30 seconds") else withTime
+    }
+    timed.zipWithIndex.tail.foldLeft(timed.head) { case (left, (right, i)) =>
+      left.join(right,
+        left("k0") === right(s"k$i") &&
+          right(s"t$i").between(left("t0") - expr("INTERVAL 10 SECONDS"),
+            left("t0") + expr("INTERVAL 10 SECONDS")))
+    }.select((0 until frames.length).flatMap(i => Seq(col(s"k$i"), col(s"v$i"))): _*)
+  }
 
   private def withRealTimeMode[T](body: => T): T = withMultiJoin(enabled = true) {
     withConf(
       "spark.sql.streaming.realTimeMode.allowlistCheck" -> "false",
       // What real-time mode needs: Spark sets it where it is unset, other suites set it to 1.
       "spark.sql.streaming.stateStore.checkpointFormatVersion" -> "2",
-      "spark.sql.shuffle.partitions" -> "1")(body)
+      "spark.sql.shuffle.partitions" -> "1",
+      // Below Spark's 5 s minimum, as Spark's own tests of the mode do: these rounds are small.
+      "spark.sql.streaming.realTimeMode.minBatchDuration" -> "1s")(body)
   }
 
-  private def startCollecting(frame: DataFrame, checkpoint: String): Received = {
-    val id = java.util.UUID.randomUUID().toString
-    Collected.put(id, new ConcurrentLinkedQueue[Row]())
+  private def startCollecting(
+      frame: DataFrame,
+      checkpoint: String,
+      // Long enough that the first two rounds come out within the first batch on a slow machine.
+      batch: String = "10 seconds",
+      id: String = java.util.UUID.randomUUID().toString): Received = {
+    Collected.putIfAbsent(id, new ConcurrentLinkedQueue[Row]())
     val query = frame.writeStream
       .outputMode("update")
       .foreach(new CollectingWriter(id))
       .option("checkpointLocation", checkpoint)
-      // Long enough that the first two rounds come out within the first batch on a slow machine.
-      .trigger(Trigger.RealTime("10 seconds"))
+      .trigger(Trigger.RealTime(batch))
       .start()
     new Received(query, id)
+  }
+
+  /** The error with which Spark refuses to start `frame` in real-time mode. */
+  private def refusal(frame: DataFrame): String = withTempDir { checkpoint =>
+    val error = intercept[Exception] {
+      val received = startCollecting(frame, checkpoint.getPath)
+      try received.query.awaitTermination(60000)
+      finally received.query.stop()
+    }
+    error.getMessage
   }
 }
 
@@ -113,7 +234,7 @@ object RealTimeMultiJoinSuite {
     override def close(errorOrNull: Throwable): Unit = ()
   }
 
-  class Received(val query: StreamingQuery, id: String) {
+  class Received(val query: StreamingQuery, val id: String) {
 
     def rows: Seq[Row] = Collected.get(id).asScala.toSeq
 
@@ -122,8 +243,14 @@ object RealTimeMultiJoinSuite {
       canonical(rows) == expected
     }
 
-    /** Waits until the query has committed a batch. */
-    def awaitBatch(): Unit = awaitThat("a committed batch")(query.recentProgress.nonEmpty)
+    /** Waits until the distinct rows received are `expected`. */
+    def awaitDistinctRows(expected: List[String]): Unit = awaitThat(s"rows $expected") {
+      canonical(rows).distinct == expected
+    }
+
+    /** Waits until the query has committed `count` batches. */
+    def awaitBatch(count: Int = 1): Unit =
+      awaitThat(s"$count committed batches")(query.recentProgress.length >= count)
 
     def planHasMultiJoin: Boolean =
       query.asInstanceOf[StreamingQueryWrapper].streamingQuery.lastExecution.executedPlan
