@@ -33,7 +33,10 @@ reported as not run.
 `--latency RATES` runs, instead, a 4-way inner multi-join fed at each rate (rows a second per
 input) in Spark 4.3's real-time mode and in micro-batches (latency.py), on `local[8]`, and writes
 `latency.json` and `latency.md`: each output row's time from its last input row's send to the
-sink, p50, p99 and max.
+sink, p50, p99 and max, the pause at each real-time batch boundary, and p99 after the first
+(`--latency-batch` sets the real-time batch's length in seconds, 10 by default;
+`--latency-modes` picks runs among real_time, micro_batch_0s, micro_batch_1s and
+real_time_deduplication, Spark's deduplication of the same inputs' union).
 
 `--soak N` runs, instead, a time-bounded multi-join (and Spark's chain) over N small
 micro-batches (soak.py), and writes `soak.json`, `soak.md` and `soak.png`.
@@ -78,6 +81,10 @@ def arguments() -> argparse.Namespace:
                         help="instead, latency in real-time mode and micro-batches at these "
                         "rates (rows a second per input, comma-separated; needs Spark 4.3)")
     parser.add_argument("--latency-seconds", type=float, default=20)
+    parser.add_argument("--latency-batch", type=int, default=10, metavar="SECONDS",
+                        help="the length of a real-time batch in the latency runs")
+    parser.add_argument("--latency-modes", default="real_time,micro_batch_0s,micro_batch_1s,"
+                        "real_time_deduplication", help="the latency runs to make")
     parser.add_argument("--flink", action="store_true",
                         help="also run Flink (MultiJoin on the heap and in RocksDB, binary "
                         "joins, scan only) on the keyed workloads' files (needs the flink extra)")
@@ -109,7 +116,8 @@ def main() -> None:
     others = [w for w in chosen if w.name not in SCALE_NAMES]
     if args.latency:
         run_latency(spark, [int(r) for r in args.latency.split(",")], args.latency_seconds,
-                    args.out, args.work / "latency")
+                    args.latency_batch, args.latency_modes.split(","), args.out,
+                    args.work / "latency")
     elif args.soak:
         run_soak(spark, args.soak, args.out, args.work / "soak", args.cap_minutes * 60)
     elif args.breakdown:

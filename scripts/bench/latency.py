@@ -10,10 +10,17 @@ memory sinks wait for the commit, and Spark hands rows to a Python writer in bat
 the time its last input row was sent. One key goes through first, so that the query's start is
 not timed. Every run also counts the keys that came out twice, and those not out within 30 s of
 the last send.
+
+A real-time batch's end holds the rows sent meanwhile until the next batch reads them, so the
+tail is those pauses. Each is reported (the slowest row sent near it), and so is p99 without the
+first: the first end after a start also pays what a JVM does once (the first commit and its
+files), which later ends do not.
 """
 
 from __future__ import annotations
 
+import datetime
+import functools
 import json
 import shutil
 import statistics
@@ -28,11 +35,10 @@ from spark_multijoin import multi_join
 
 INPUTS = 4
 TICK_SECONDS = 0.005
-# Real-time mode's shortest batch; its rows are committed at the batch's end, so a longer batch
-# has fewer ends within a run.
-REAL_TIME_BATCH = "10 seconds"
-# The last is Spark's own stateful operator in real-time mode on the same rows of input 0, for
-# what a batch boundary costs without the multi-join.
+# Rows sent this long around a real-time batch's start count towards that boundary's pause.
+PAUSE_WINDOW = (-2.0, 1.0)
+# The last is Spark's own stateful operator in real-time mode on the same sources and rows (a
+# deduplication of the four inputs' union), for what a batch boundary costs without the join.
 MODES = ("real_time", "micro_batch_0s", "micro_batch_1s", "real_time_deduplication")
 WARM_UP_KEY = -1
 
@@ -84,7 +90,8 @@ def produce(inputs: Inputs, rate: int, seconds: float, sent: list[tuple[int, int
         time.sleep(TICK_SECONDS)
 
 
-def run_mode(spark: SparkSession, mode: str, rate: int, seconds: float, work: Path) -> dict:
+def run_mode(spark: SparkSession, mode: str, rate: int, seconds: float, batch_seconds: int,
+             work: Path) -> dict:
     """One run of `mode` at `rate` keys a second per input: the latencies and the check."""
     arrivals, checkpoint = work / f"{mode}-{rate}" / "arrivals", work / f"{mode}-{rate}" / "cp"
     shutil.rmtree(arrivals.parent, ignore_errors=True)
@@ -92,10 +99,11 @@ def run_mode(spark: SparkSession, mode: str, rate: int, seconds: float, work: Pa
     inputs = Inputs(spark)
     jvm = spark._jvm  # type: ignore[attr-defined]
     triggers = jvm.org.apache.spark.sql.streaming.Trigger
-    trigger = (triggers.RealTime(REAL_TIME_BATCH) if mode.startswith("real_time")
+    real_time = mode.startswith("real_time")
+    trigger = (triggers.RealTime(f"{batch_seconds} seconds") if real_time
                else triggers.ProcessingTime(mode.rsplit("_", 1)[1].replace("s", " seconds")))
-    frame = (inputs.frames[0].dropDuplicates(["k0"]) if mode == "real_time_deduplication"
-             else joined(inputs.frames))
+    frame = (functools.reduce(DataFrame.union, inputs.frames).dropDuplicates(["k0"])
+             if mode == "real_time_deduplication" else joined(inputs.frames))
     query = (frame._jdf.writeStream().outputMode("update")
              .foreach(jvm.multijoinbench.ArrivalWriter(str(arrivals)))
              .option("checkpointLocation", str(checkpoint)).trigger(trigger).start())
@@ -107,9 +115,17 @@ def run_mode(spark: SparkSession, mode: str, rate: int, seconds: float, work: Pa
         deadline = time.time() + 30
         while time.time() < deadline and count_rows(arrivals) < keys + 1:
             time.sleep(0.2)
+        starts = batch_starts(query) if real_time else []
     finally:
         query.stop()
-    return summary(mode, rate, sent, read_arrivals(arrivals))
+    return summary(mode, rate, sent, read_arrivals(arrivals), starts)
+
+
+def batch_starts(query) -> list[float]:
+    """When each batch after the first started (epoch seconds): the batch boundaries."""
+    return sorted(datetime.datetime.fromisoformat(json.loads(p.json())["timestamp"]
+                                                  .replace("Z", "+00:00")).timestamp()
+                  for p in query.recentProgress() if json.loads(p.json())["batchId"] > 0)
 
 
 def warm_up(inputs: Inputs, arrivals: Path) -> None:
@@ -133,46 +149,61 @@ def read_arrivals(folder: Path) -> list[tuple[int, float]]:
 
 
 def summary(mode: str, rate: int, sent: list[tuple[int, int, float]],
-            arrived: list[tuple[int, float]]) -> dict:
-    """The latency distribution in ms, and whether every key sent came out exactly once."""
+            arrived: list[tuple[int, float]], boundaries: list[float]) -> dict:
+    """The latency distribution in ms, the pause at each real-time batch boundary, and whether
+    every key sent came out exactly once."""
     sent_at = {key: at for start, end, at in sent for key in range(start, end)}
     arrived = [(key, at) for key, at in arrived if key != WARM_UP_KEY]
     keys = [key for key, _ in arrived]
-    latencies = sorted((at - sent_at[key]) * 1000 for key, at in arrived if key in sent_at)
-
-    def pct(p: float) -> float | None:
-        return round(latencies[min(len(latencies) - 1, int(p * len(latencies)))], 1) \
-            if latencies else None
-
+    rows = [(sent_at[key], (at - sent_at[key]) * 1000) for key, at in arrived if key in sent_at]
+    latencies = sorted(ms for _, ms in rows)
+    after_first = sorted(ms for at, ms in rows
+                         if boundaries and at > boundaries[0] + PAUSE_WINDOW[1])
+    pauses = [max((ms for at, ms in rows
+                   if start + PAUSE_WINDOW[0] <= at <= start + PAUSE_WINDOW[1]), default=None)
+              for start in boundaries if start + PAUSE_WINDOW[1] < sent[-1][2]] if sent else []
     return {"mode": mode, "rate_per_input": rate, "keys_sent": len(sent_at),
             "rows_out": len(arrived), "duplicated": len(keys) - len(set(keys)),
             "not_out": len(set(sent_at) - set(keys)),
-            "p50_ms": pct(0.5), "p99_ms": pct(0.99), "max_ms": pct(1.0),
-            "mean_ms": round(statistics.fmean(latencies), 1) if latencies else None}
+            "p50_ms": pct(latencies, 0.5), "p99_ms": pct(latencies, 0.99),
+            "max_ms": pct(latencies, 1.0),
+            "mean_ms": round(statistics.fmean(latencies), 1) if latencies else None,
+            "p99_after_first_boundary_ms": pct(after_first, 0.99),
+            "boundary_pauses_ms": [round(p) for p in pauses if p is not None]}
 
 
-def run_latency(spark: SparkSession, rates: list[int], seconds: float, out: Path,
-                work: Path) -> None:
+def pct(latencies: list[float], p: float) -> float | None:
+    return round(latencies[min(len(latencies) - 1, int(p * len(latencies)))], 1) \
+        if latencies else None
+
+
+def run_latency(spark: SparkSession, rates: list[int], seconds: float, batch_seconds: int,
+                modes: list[str], out: Path, work: Path) -> None:
+    if unknown := set(modes) - set(MODES):
+        raise SystemExit(f"--latency-modes: unknown mode(s) {', '.join(sorted(unknown))}; "
+                         f"choose from {', '.join(MODES)}")
     out.mkdir(parents=True, exist_ok=True)
     multi_join(spark).enabled = True
     results = []
     for rate in rates:
-        for mode in MODES:
+        for mode in modes:
             print(f"latency {mode} at {rate} rows/s per input ...", flush=True)
-            results.append(run_mode(spark, mode, rate, seconds, work))
+            results.append(run_mode(spark, mode, rate, seconds, batch_seconds, work))
             print(f"    {results[-1]}", flush=True)
     (out / "latency.json").write_text(json.dumps(results, indent=2))
-    (out / "latency.md").write_text(markdown(results, spark))
+    (out / "latency.md").write_text(markdown(results, spark, batch_seconds))
     print(f"wrote latency.json and latency.md to {out}")
 
 
-def markdown(results: list[dict], spark: SparkSession) -> str:
+def markdown(results: list[dict], spark: SparkSession, batch_seconds: int) -> str:
     slots = spark.sparkContext.defaultParallelism
     lines = [f"4-way inner multi-join, one key per row, {slots} task slots "
-             f"(`{spark.sparkContext.master}`), real-time batches of {REAL_TIME_BATCH}.", "",
+             f"(`{spark.sparkContext.master}`), real-time batches of {batch_seconds} s.", "",
              "| mode | rows/s per input | keys sent | rows out | duplicated | not out at the end | "
-             "p50 ms | p99 ms | max ms |", "| --- |" + " ---: |" * 8]
+             "p50 ms | p99 ms | max ms | p99 after the first boundary ms | "
+             "pause at each boundary ms |", "| --- |" + " ---: |" * 10]
     lines += [f"| {r['mode']} | {r['rate_per_input']:,} | {r['keys_sent']:,} | "
               f"{r['rows_out']:,} | {r['duplicated']} | {r['not_out']:,} | {r['p50_ms']} | "
-              f"{r['p99_ms']} | {r['max_ms']} |" for r in results]
+              f"{r['p99_ms']} | {r['max_ms']} | {r['p99_after_first_boundary_ms'] or ''} | "
+              f"{', '.join(map(str, r['boundary_pauses_ms']))} |" for r in results]
     return "\n".join(lines) + "\n"
