@@ -11,6 +11,7 @@ from scripts.bench import metrics
 from scripts.bench.benchmark import chain_ratios, run_benchmark
 from scripts.bench.breakdown import batch_cost
 from scripts.bench.chart import orders_of_magnitude_apart
+from scripts.bench.latency import summary
 from scripts.bench.report import breakdown_markdown, chain_cells, chain_v4_markdown
 from scripts.bench.runners import run_mode
 from scripts.bench.scale_report import scale_markdown, scale_ratios
@@ -162,3 +163,22 @@ def test_soak_deciles_and_whether_each_measure_stays_flat():
     assert not verdicts["checkpoint_mb"]["flat"], "from 1.19 MB to 1.99 MB"
     assert verdicts["checkpoint_mb"]["second_half_slope"] > 0
     assert flatness(deciles[:2])["state_rows"] is None
+
+
+def test_latency_reports_each_boundarys_pause_and_p99_after_the_first():
+    # One key every 100 ms for 10 s, each out 50 ms after its send, but those sent in the 500 ms
+    # before a batch that starts at 4.5 s wait until 4.9 s, and those in the 200 ms before one at
+    # 8 s until 8.2 s.
+    sent = [(key, key + 1, key / 10) for key in range(100)]
+    waits = {4.5: 4.9, 8.0: 8.2}
+
+    def arrival(at: float) -> float:
+        return next((out for start, out in waits.items() if start - 0.5 <= at < start
+                     and (start == 4.5 or at >= start - 0.2)), at + 0.05)
+    arrived = [(key, arrival(at)) for key, _, at in sent]
+    result = summary("real_time", 10, sent, arrived, boundaries=list(waits))
+    assert result["boundary_pauses_ms"] == [900, 400]
+    after = sorted((arrival(at) - at) * 1000 for _, _, at in sent if at > 4.5 + 1.0)
+    assert result["p99_after_first_boundary_ms"] == round(after[int(0.99 * len(after))], 1)
+    assert result["p99_after_first_boundary_ms"] < result["max_ms"] == 900
+    assert (result["duplicated"], result["not_out"]) == (0, 0)

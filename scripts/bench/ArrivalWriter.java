@@ -10,9 +10,10 @@ import org.apache.spark.sql.ForeachWriter;
 import org.apache.spark.sql.Row;
 
 /**
- * The latency benchmark's sink (latency.py): notes each row's key and the wall-clock time it
+ * The latency benchmark's sink (latency.py): notes each row's columns and the wall-clock time it
  * reached the sink, one file per partition and batch. A JVM writer, because Spark hands rows to
- * a Python foreach writer in batches, which would measure the batching.
+ * a Python foreach writer in batches, which would measure the batching (and, in real-time mode,
+ * hold a long batch's rows to its end; the real-time kill test reads them as they come too).
  */
 public class ArrivalWriter extends ForeachWriter<Row> {
 
@@ -37,7 +38,7 @@ public class ArrivalWriter extends ForeachWriter<Row> {
   @Override
   public void process(Row row) {
     try {
-      out.write(row.getInt(0) + "," + System.currentTimeMillis() + "\n");
+      out.write(row.mkString(",") + "," + System.currentTimeMillis() + "\n");
       out.flush(); // the run polls the files to know when every row has come out
     } catch (IOException e) {
       throw new UncheckedIOException(e);

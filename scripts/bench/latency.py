@@ -146,9 +146,9 @@ def count_rows(folder: Path) -> int:
 
 
 def read_arrivals(folder: Path) -> list[tuple[int, float]]:
-    """(key, arrival in seconds) per output row."""
-    return [(int(key), int(at) / 1000) for f in folder.glob("*.csv")
-            for key, at in (line.split(",") for line in f.read_text().splitlines())]
+    """(key, arrival in seconds) per output row (its first column and the time)."""
+    return [(int(fields[0]), int(fields[-1]) / 1000) for f in folder.glob("*.csv")
+            for fields in (line.split(",") for line in f.read_text().splitlines())]
 
 
 def summary(mode: str, rate: int, sent: list[tuple[int, int, float]],
