@@ -25,18 +25,7 @@ class RealTimeMultiJoinSuite extends MultiJoinSuiteBase {
   private val Inputs = 4
 
   test("a 4-way inner multi-join emits each combination once, as its last row arrives") {
-    val random = new Random(39)
-    val rounds = Seq.fill(3)(Seq.fill(Inputs)(Seq.fill(6)((random.nextInt(4), random.nextInt()))))
-    // The batch query's answers first: Spark refuses to start a real-time batch while other
-    // jobs hold the task slots it needs.
-    val expected = rounds.indices.map(last =>
-      canonical(joined((0 until Inputs).map { i =>
-        spark.createDataFrame(rounds.take(last + 1).flatMap(_(i))).toDF(s"k$i", s"v$i")
-      }).collect()))
-    val inputs = new RealTimeInputs(spark, Inputs)
-    def add(round: Int): Unit = rounds(round).zipWithIndex.foreach { case (rows, input) =>
-      inputs.add(input, rows)
-    }
+    val (inputs, expected, add) = randomRounds(seed = 39, rowsPerRound = 6)
 
     withRealTimeMode {
       withTempDir { checkpoint =>
@@ -116,16 +105,7 @@ class RealTimeMultiJoinSuite extends MultiJoinSuiteBase {
 
   test("a query stopped within a long batch re-runs that batch on restart: nothing lost, only " +
     "that batch's rows may come out again") {
-    val random = new Random(393939)
-    val rounds = Seq.fill(3)(Seq.fill(Inputs)(Seq.fill(5)((random.nextInt(4), random.nextInt()))))
-    val expected = rounds.indices.map(last =>
-      canonical(joined((0 until Inputs).map { i =>
-        spark.createDataFrame(rounds.take(last + 1).flatMap(_(i))).toDF(s"k$i", s"v$i")
-      }).collect()))
-    val inputs = new RealTimeInputs(spark, Inputs)
-    def add(round: Int): Unit = rounds(round).zipWithIndex.foreach { case (rows, input) =>
-      inputs.add(input, rows)
-    }
+    val (inputs, expected, add) = randomRounds(seed = 393939, rowsPerRound = 5)
     withRealTimeMode {
       withTempDir { checkpoint =>
         add(0)
@@ -167,6 +147,27 @@ class RealTimeMultiJoinSuite extends MultiJoinSuiteBase {
       val selfJoin = refusal(a.join(self, a("k0") === self("x")).join(b, a("k0") === b("k1")))
       assert(selfJoin.contains("IDENTICAL_SOURCES_IN_UNION_NOT_SUPPORTED"), selfJoin)
     }
+  }
+
+  /**
+   * Three rounds of random rows for the inputs of [[joined]]: the inputs, the batch query's
+   * answer after each round, and a function that adds a round to the inputs. The answers come
+   * first: Spark refuses to start a real-time batch while other jobs hold the slots it needs.
+   */
+  private def randomRounds(
+      seed: Int,
+      rowsPerRound: Int): (RealTimeInputs, IndexedSeq[List[String]], Int => Unit) = {
+    val random = new Random(seed)
+    val rounds = Seq.fill(3)(
+      Seq.fill(Inputs)(Seq.fill(rowsPerRound)((random.nextInt(4), random.nextInt()))))
+    val expected = rounds.indices.map(last =>
+      canonical(joined((0 until Inputs).map { i =>
+        spark.createDataFrame(rounds.take(last + 1).flatMap(_(i))).toDF(s"k$i", s"v$i")
+      }).collect()))
+    val inputs = new RealTimeInputs(spark, Inputs)
+    val add = (round: Int) =>
+      rounds(round).zipWithIndex.foreach { case (rows, input) => inputs.add(input, rows) }
+    (inputs, expected, add)
   }
 
   private def joined(frames: Seq[DataFrame]): DataFrame = frames.zipWithIndex.tail.foldLeft(
