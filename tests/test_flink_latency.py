@@ -6,14 +6,6 @@ from __future__ import annotations
 from scripts.bench import flink_latency
 
 
-def test_each_input_is_a_paced_sequence_stamped_when_produced():
-    assert flink_latency.source_ddl(2, 1000, 40000) == (
-        "CREATE TEMPORARY TABLE input2 (`k` BIGINT, `ts` AS CURRENT_TIMESTAMP) "
-        "WITH ('connector' = 'datagen', 'rows-per-second' = '1000', "
-        "'fields.k.kind' = 'sequence', 'fields.k.start' = '0', "
-        "'fields.k.end' = '39999', 'scan.parallelism' = '1')")
-
-
 def test_join_takes_the_last_rows_production_and_the_joins_output_time():
     assert flink_latency.join_select(3) == (
         "SELECT t0.`k` AS k, CAST(GREATEST(t0.`ts`, t1.`ts`, t2.`ts`) AS TIMESTAMP(3)) "
@@ -27,6 +19,8 @@ def test_config_turns_on_the_multi_join_and_nothing_that_batches_rows():
     assert config["table.optimizer.multi-join.enabled"] == "true"
     assert config["table.exec.mini-batch.enabled"] == "false"
     assert not any("checkpoint" in key for key in config)
+    assert "execution.buffer-timeout.interval" not in config
+    assert flink_latency.job_config(0)["execution.buffer-timeout.interval"] == "0 ms"
 
 
 def test_summary_counts_duplicates_and_missing_keys_as_latency_py_does():

@@ -5,19 +5,19 @@ int key, R keys a second per input, key n once in every input, so each key compl
         --out OUT.json   (from the repository's root)
 
 PyFlink starts its own JVM, so this imports neither Spark nor the rest of the benchmark. Each
-input is a Flink SQL `datagen` table whose `k` is a sequence 0..R*seconds-1 at R rows a second
-(parallelism 1), with a computed column `ts AS CURRENT_TIMESTAMP`: the planner evaluates it in a
-Calc chained to the source, so it is each row's production time. The join's SELECT takes
-GREATEST of the four `ts` and `CURRENT_TIMESTAMP` again, in a Calc chained to the MultiJoin
-operator: a key's latency is the second less the first, both in Flink (millisecond resolution),
-so it ends at the join's output, and the collect sink (to_pandas) and Python are not in it. The
-job ends by itself once the bounded sources have sent their last key and the join has emitted;
-a job not done 30 s after that (plus time to start) counts every key missing.
-
-Flink's datagen emits each second's R rows as one burst at the second's start (its legacy source
-sleeps between bursts); our producer adds the keys due every 5 ms. Streaming mode,
-`table.optimizer.multi-join.enabled`, no checkpointing, no mini-batch, the default heap state
-backend. The SQL text is built by pure functions, tested without Flink.
+input is Flink's `DataGeneratorSource` (parallelism 1) emitting keys 0..R*seconds-1 paced by
+its rate limiter, one row at a time at R a second, as a view with a computed column
+`ts AS CURRENT_TIMESTAMP`: the planner evaluates it in a Calc chained to the source, so it is
+each row's production time. (The SQL `datagen` connector emits each second's R rows as one burst
+at the second's start, and the rows late in a burst then wait for the burst's other rows.) The
+join's SELECT takes GREATEST of the four `ts` and `CURRENT_TIMESTAMP` again, in a Calc chained
+to the MultiJoin operator: a key's latency is the second less the first, both in Flink
+(millisecond resolution), so it ends at the join's output, and the collect sink (to_pandas) and
+Python are not in it. The job ends by itself once the bounded sources have sent their last key
+and the join has emitted; a job not done 30 s after that (plus time to start) counts every key
+missing. Streaming mode, `table.optimizer.multi-join.enabled`, no checkpointing, no mini-batch,
+the default heap state backend and Flink's default network buffer timeout (unless
+`--buffer-timeout-ms`). The SQL text is built by pure functions, tested without Flink.
 """
 
 from __future__ import annotations
@@ -40,12 +40,35 @@ GRACE_SECONDS = 30
 STARTUP_SECONDS = 30
 
 
-def source_ddl(index: int, rate: int, keys: int) -> str:
-    """Input `index`: keys 0..keys-1 at `rate` a second, each row stamped when produced."""
-    return (f"CREATE TEMPORARY TABLE input{index} (`k` BIGINT, `ts` AS CURRENT_TIMESTAMP) "
-            f"WITH ('connector' = 'datagen', 'rows-per-second' = '{rate}', "
-            f"'fields.k.kind' = 'sequence', 'fields.k.start' = '0', "
-            f"'fields.k.end' = '{keys - 1}', 'scan.parallelism' = '1')")
+def input_schema():
+    """An input's columns: its key, and when the source produced the row."""
+    from pyflink.table import Schema
+
+    return (Schema.new_builder().column("f0", "BIGINT").column_by_expression("k", "f0")
+            .column_by_expression("ts", "CURRENT_TIMESTAMP").build())
+
+
+def add_inputs(env, tables, rate: int, keys: int) -> None:
+    """Views input0.. over sources of keys 0..keys-1, each paced at `rate` rows a second."""
+    from pyflink.datastream.data_stream import DataStream
+    from pyflink.java_gateway import get_gateway
+
+    jvm, j_env = get_gateway().jvm, env._j_stream_execution_environment
+    flink, java_stream = jvm.org.apache.flink, jvm.java.util.stream
+    long_type = flink.api.common.typeinfo.Types.LONG
+    for i in range(INPUTS):
+        elements = java_stream.LongStream.range(0, keys).boxed().collect(
+            java_stream.Collectors.toList())
+        generator = flink.connector.datagen.functions.FromElementsGeneratorFunction(
+            long_type, j_env.getConfig(), elements)
+        source = flink.connector.datagen.source.DataGeneratorSource(
+            generator, keys,
+            flink.api.connector.source.util.ratelimit.RateLimiterStrategy.perSecond(float(rate)),
+            long_type)
+        stream = j_env.fromSource(
+            source, flink.api.common.eventtime.WatermarkStrategy.noWatermarks(), f"input{i}")
+        tables.create_temporary_view(f"input{i}", DataStream(stream.setParallelism(1)),
+                                     input_schema())
 
 
 def join_select(inputs: int = INPUTS) -> str:
@@ -58,26 +81,32 @@ def join_select(inputs: int = INPUTS) -> str:
             f"CAST(CURRENT_TIMESTAMP AS TIMESTAMP(3)) AS joined FROM input0 t0{joined}")
 
 
-def job_config() -> dict[str, str]:
-    return {"parallelism.default": str(PARALLELISM), MULTI_JOIN_KEY: "true",
-            "table.exec.mini-batch.enabled": "false", "pipeline.name": "flink-latency"}
+def job_config(buffer_timeout_ms: int | None = None) -> dict[str, str]:
+    config = {"parallelism.default": str(PARALLELISM), MULTI_JOIN_KEY: "true",
+              "table.exec.mini-batch.enabled": "false", "pipeline.name": "flink-latency"}
+    if buffer_timeout_ms is not None:
+        config["execution.buffer-timeout.interval"] = f"{buffer_timeout_ms} ms"
+    return config
 
 
-def _environment():
-    from pyflink.table import EnvironmentSettings, TableEnvironment
+def _environments(buffer_timeout_ms: int | None):
+    from pyflink.common import Configuration
+    from pyflink.datastream import StreamExecutionEnvironment
+    from pyflink.table import StreamTableEnvironment
 
-    env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
-    for key, value in job_config().items():
-        env.get_config().set(key, value)
-    return env
+    config = Configuration()
+    for key, value in job_config(buffer_timeout_ms).items():
+        config.set_string(key, value)
+    env = StreamExecutionEnvironment.get_execution_environment(config)
+    return env, StreamTableEnvironment.create(env)
 
 
-def collect_rows(rate: int, seconds: float) -> tuple[int, list[tuple[int, float]], str]:
+def collect_rows(rate: int, seconds: float,
+                 buffer_timeout_ms: int | None) -> tuple[int, list[tuple[int, float]], str]:
     """Runs the join; (keys sent, (key, latency ms) per output row, the plan)."""
     keys = int(rate * seconds)
-    env = _environment()
-    for i in range(INPUTS):
-        env.execute_sql(source_ddl(i, rate, keys))
+    streams, env = _environments(buffer_timeout_ms)
+    add_inputs(streams, env, rate, keys)
     plan = env.explain_sql(join_select())
     if "MultiJoin" not in plan:
         raise RuntimeError(f"Flink's plan has no MultiJoin:\n{plan}")
@@ -117,11 +146,12 @@ def summary(rate: int, keys_sent: int, rows: list[tuple[int, float]]) -> dict:
             "p99_after_first_boundary_ms": None, "boundary_pauses_ms": []}
 
 
-def run_flink_latency(rate: int, seconds: float, work: Path) -> dict:
+def run_flink_latency(rate: int, seconds: float, work: Path,
+                      buffer_timeout_ms: int | None = None) -> dict:
     """One run at `rate` keys a second per input for `seconds`; `work` receives the plan and
     each row's (key, latency ms)."""
     started = time.time()
-    keys_sent, rows, plan = collect_rows(rate, seconds)
+    keys_sent, rows, plan = collect_rows(rate, seconds, buffer_timeout_ms)
     work.mkdir(parents=True, exist_ok=True)
     (work / f"flink-latency-{rate}-plan.txt").write_text(plan)
     (work / f"flink-latency-{rate}-rows.csv").write_text(
@@ -136,8 +166,10 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=40)
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()))
+    parser.add_argument("--buffer-timeout-ms", type=int, default=None,
+                        help="Flink's network buffer timeout (default: Flink's own)")
     args = parser.parse_args()
-    out = run_flink_latency(args.rate, args.seconds, args.work)
+    out = run_flink_latency(args.rate, args.seconds, args.work, args.buffer_timeout_ms)
     args.out.write_text(json.dumps(out, indent=2))
     print(json.dumps(out, indent=2))
 
