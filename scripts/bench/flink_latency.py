@@ -1,5 +1,5 @@
 """Flink's MultiJoin as a latency peer of `scripts/bench/latency.py`: a 4-way inner join on one
-int key, R keys a second per input, key n once in every input, so each key completes one row.
+integer key, R keys a second per input, key n once in every input, so each key completes one row.
 
     /work/venv-flink/bin/python -m scripts.bench.flink_latency --rate 1000 --seconds 40 \
         --out OUT.json   (from the repository's root)
@@ -15,7 +15,8 @@ to the MultiJoin operator: a key's latency is the second less the first, both in
 (millisecond resolution), so it ends at the join's output, and the collect sink (to_pandas) and
 Python are not in it. The job ends by itself once the bounded sources have sent their last key
 and the join has emitted; a job not done 30 s after that (plus time to start) counts every key
-missing. Streaming mode, `table.optimizer.multi-join.enabled`, no checkpointing, no mini-batch,
+missing, and is left running until the process ends (to_pandas gives no handle to cancel it).
+Streaming mode, `table.optimizer.multi-join.enabled`, no checkpointing, no mini-batch,
 the default heap state backend and Flink's default network buffer timeout (unless
 `--buffer-timeout-ms`). The SQL text is built by pure functions, tested without Flink.
 """
