@@ -36,7 +36,8 @@ input) in Spark 4.3's real-time mode and in micro-batches (latency.py), on `loca
 sink, p50, p99 and max, the pause at each real-time batch boundary, and p99 after the first
 (`--latency-batch` sets the real-time batch's length in seconds, 10 by default;
 `--latency-modes` picks runs among real_time, micro_batch_0s, micro_batch_1s and
-real_time_deduplication, Spark's deduplication of the same inputs' union).
+real_time_deduplication, Spark's deduplication of the same inputs' union; with `--flink`, Flink's
+MultiJoin too, flink_latency.py, with its default network buffer timeout and with none).
 
 `--soak N` runs, instead, a time-bounded multi-join (and Spark's chain) over N small
 micro-batches (soak.py), and writes `soak.json`, `soak.md` and `soak.png`.
@@ -51,7 +52,7 @@ from pyspark.sql import SparkSession
 
 from scripts.bench.benchmark import run_benchmark
 from scripts.bench.breakdown import run_breakdown
-from scripts.bench.latency import compiled_writer, run_latency
+from scripts.bench.latency import FLINK_MODES, compiled_writer, run_latency
 from scripts.bench.scale import SCALE_PEERS, run_scale
 from scripts.bench.scale_workloads import SCALE_NAMES
 from scripts.bench.soak import run_soak
@@ -115,9 +116,9 @@ def main() -> None:
     at_scale = [w for w in chosen if w.name in SCALE_NAMES]
     others = [w for w in chosen if w.name not in SCALE_NAMES]
     if args.latency:
+        modes = args.latency_modes.split(",") + (list(FLINK_MODES) if args.flink else [])
         run_latency(spark, [int(r) for r in args.latency.split(",")], args.latency_seconds,
-                    args.latency_batch, args.latency_modes.split(","), args.out,
-                    args.work / "latency")
+                    args.latency_batch, modes, args.out, args.work / "latency")
     elif args.soak:
         run_soak(spark, args.soak, args.out, args.work / "soak", args.cap_minutes * 60)
     elif args.breakdown:

@@ -28,6 +28,7 @@ import json
 import shutil
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -43,6 +44,9 @@ PAUSE_WINDOW = (-2.0, 1.0)
 # The last is Spark's own stateful operator in real-time mode on the same sources and rows (a
 # deduplication of the four inputs' union), for what a batch boundary costs without the join.
 MODES = ("real_time", "micro_batch_0s", "micro_batch_1s", "real_time_deduplication")
+# Flink's MultiJoin on the same shape of events (flink_latency.py, in a process of its own), with
+# Flink's default network buffer timeout and with none; they run with --flink.
+FLINK_MODES = {"flink_multi_join": None, "flink_multi_join_no_buffer_timeout": 0}
 WARM_UP_KEY = -1
 
 
@@ -91,6 +95,17 @@ def produce(inputs: Inputs, rate: int, seconds: float, sent: list[tuple[int, int
             sent.append((next_key, due, inputs.add(next_key, due)))
             next_key = due
         time.sleep(TICK_SECONDS)
+
+
+def run_flink_mode(mode: str, rate: int, seconds: float, work: Path) -> dict:
+    """One run of Flink's MultiJoin (`mode`, one of FLINK_MODES), whose summary is latency.py's."""
+    out = work / f"{mode}-{rate}.json"
+    timeout = FLINK_MODES[mode]
+    subprocess.run([sys.executable, "-m", "scripts.bench.flink_latency", "--rate", str(rate),
+                    "--seconds", str(seconds), "--out", str(out), "--work", str(work)]
+                   + ([] if timeout is None else ["--buffer-timeout-ms", str(timeout)]),
+                   check=True)
+    return {**json.loads(out.read_text()), "mode": mode}
 
 
 def run_mode(spark: SparkSession, mode: str, rate: int, seconds: float, batch_seconds: int,
@@ -182,16 +197,17 @@ def pct(latencies: list[float], p: float) -> float | None:
 
 def run_latency(spark: SparkSession, rates: list[int], seconds: float, batch_seconds: int,
                 modes: list[str], out: Path, work: Path) -> None:
-    if unknown := set(modes) - set(MODES):
+    if unknown := set(modes) - set(MODES) - set(FLINK_MODES):
         raise SystemExit(f"--latency-modes: unknown mode(s) {', '.join(sorted(unknown))}; "
-                         f"choose from {', '.join(MODES)}")
+                         f"choose from {', '.join([*MODES, *FLINK_MODES])}")
     out.mkdir(parents=True, exist_ok=True)
     multi_join(spark).enabled = True
     results = []
     for rate in rates:
         for mode in modes:
             print(f"latency {mode} at {rate} rows/s per input ...", flush=True)
-            results.append(run_mode(spark, mode, rate, seconds, batch_seconds, work))
+            results.append(run_flink_mode(mode, rate, seconds, work) if mode in FLINK_MODES
+                           else run_mode(spark, mode, rate, seconds, batch_seconds, work))
             print(f"    {results[-1]}", flush=True)
     (out / "latency.json").write_text(json.dumps(results, indent=2))
     (out / "latency.md").write_text(markdown(results, spark, batch_seconds))
