@@ -37,7 +37,7 @@ SHUFFLE_PARTITIONS = 2  # the example session's
 ANSWER_SCENARIO = Scenario(orders=120, hot_key=57)
 MAX_OFFSETS = 10
 LEAD_SECONDS = 8 * 60
-KILLS = 10
+KILLS = 6
 # A kill comes within this many seconds of the moment a run's query starts or commits a batch.
 KILL_WITHIN_SECONDS = 3.0
 RUN_SECONDS = 600  # a bound against a hang, not a target

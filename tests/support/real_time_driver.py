@@ -25,7 +25,7 @@ from pyspark.sql import functions as F
 from spark_multijoin import configure_spark_with_multijoin
 
 INPUTS = 3
-BATCH = "5 seconds"
+BATCH = "3 seconds"
 
 
 def frames(spark: SparkSession) -> tuple[list, list[DataFrame]]:
