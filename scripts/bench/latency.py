@@ -145,9 +145,9 @@ def run_mode(spark: SparkSession, mode: str, rate: int, seconds: float, batch_se
 
 def batch_starts(query) -> list[float]:
     """When each batch after the first started (epoch seconds): the batch boundaries."""
-    return sorted(datetime.datetime.fromisoformat(json.loads(p.json())["timestamp"]
-                                                  .replace("Z", "+00:00")).timestamp()
-                  for p in query.recentProgress() if json.loads(p.json())["batchId"] > 0)
+    progress = [json.loads(p.json()) for p in query.recentProgress()]
+    return sorted(datetime.datetime.fromisoformat(p["timestamp"].replace("Z", "+00:00"))
+                  .timestamp() for p in progress if p["batchId"] > 0)
 
 
 def warm_up(inputs: Inputs, arrivals: Path) -> None:

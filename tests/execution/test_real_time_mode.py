@@ -20,6 +20,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from scripts.bench.latency import compiled_writer
+from support.real_time_driver import committed
 
 DRIVER = Path(__file__).resolve().parents[1] / "support" / "real_time_driver.py"
 INPUTS = 3
@@ -43,11 +44,6 @@ def _received(output: Path) -> Counter:
     """The rows the sink got, (k, v0, v1, v2) each, counted."""
     return Counter(tuple(map(int, line.split(",")[:INPUTS + 1])) for f in output.glob("*.csv")
                    for line in f.read_text().splitlines())
-
-
-def _committed(checkpoint: Path) -> int:
-    commits = checkpoint / "commits"
-    return len([p for p in commits.iterdir() if p.name.isdigit()]) if commits.exists() else 0
 
 
 def _await(condition: Callable[[], bool], driver: subprocess.Popen, log: Path) -> None:
@@ -89,13 +85,13 @@ def test_a_driver_killed_within_a_long_batch_loses_nothing_and_repeats_only_that
         _await(lambda: set(_received(output)) == set(expected[1]), first, log)
     finally:
         _kill(first)
-    committed_at_kill = _committed(checkpoint)
+    committed_at_kill = committed(checkpoint)
     assert committed_at_kill >= 1
 
     restarted = _driver(tmp_path / "rounds.json", 3, checkpoint, output, classes, log)
     try:
         _await(lambda: set(_received(output)) == set(expected[2])
-               and _committed(checkpoint) > committed_at_kill, restarted, log)
+               and committed(checkpoint) > committed_at_kill, restarted, log)
     finally:
         _kill(restarted)
     received = _received(output)
