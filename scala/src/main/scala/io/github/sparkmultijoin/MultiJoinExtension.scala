@@ -1,10 +1,11 @@
 package io.github.sparkmultijoin
 
-import io.github.sparkmultijoin.optimizer.{CollapseStreamingJoinChains, InputNames, ResolveMultiJoinHint, ValidateMultiJoinRestart}
-import io.github.sparkmultijoin.planning.{CheckRealTimeAllowlist, MultiJoinStrategy}
+import io.github.sparkmultijoin.analysis.ResolveMultiJoinHint
+import io.github.sparkmultijoin.optimizer.{CollapseStreamingJoinChains, InputNames, ValidateMultiJoinRestart}
+import io.github.sparkmultijoin.planning.{AddMultiJoinWatermarks, CheckRealTimeAllowlist, MultiJoinStrategy}
 
 import org.apache.spark.sql.SparkSessionExtensions
-import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
+import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkLineCheck}
 
 /**
  * Installs spark-multijoin into a SparkSession: nothing but wiring, grouped by phase.
@@ -36,7 +37,7 @@ import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
  */
 class MultiJoinExtension extends (SparkSessionExtensions => Unit) {
   override def apply(extensions: SparkSessionExtensions): Unit = {
-    SparkInternals.requireBuiltLine()
+    SparkLineCheck.requireBuiltLine()
     MultiJoinConf.register()
 
     // Analyzer, then plan normalization (before every optimization, per micro-batch too)
@@ -48,8 +49,9 @@ class MultiJoinExtension extends (SparkSessionExtensions => Unit) {
     extensions.injectPreCBORule(_ => CollapseStreamingJoinChains)
     extensions.injectPreCBORule(ValidateMultiJoinRestart(_))
 
-    // Planner, then a check of the physical plan (real-time mode's allowlist)
+    // Planner, then the physical plan: the watermarks, and real-time mode's allowlist check
     extensions.injectPlannerStrategy(MultiJoinStrategy)
+    extensions.injectColumnar(AddMultiJoinWatermarks(_))
     extensions.injectColumnar(CheckRealTimeAllowlist(_))
   }
 }

@@ -2,7 +2,7 @@ package io.github.sparkmultijoin.execution
 
 import scala.collection.mutable
 
-import io.github.sparkmultijoin.analysis.{Conjunct, InputColumns, JoinTree}
+import io.github.sparkmultijoin.model.{Conjunct, InputColumns, JoinTree}
 
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.catalyst.InternalRow

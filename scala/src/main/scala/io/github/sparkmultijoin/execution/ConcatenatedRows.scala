@@ -3,8 +3,8 @@ package io.github.sparkmultijoin.execution
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.catalyst.util.{ArrayData, MapData}
+import org.apache.spark.sql.multijoin.RowGettersLineShim
 import org.apache.spark.sql.types.{DataType, Decimal}
-import org.apache.spark.sql.multijoin.ForwardingInternalRow
 import org.apache.spark.unsafe.types.{CalendarInterval, UTF8String, VariantVal}
 
 /**
@@ -14,10 +14,10 @@ import org.apache.spark.unsafe.types.{CalendarInterval, UTF8String, VariantVal}
  *
  * It forwards every getter of InternalRow. The getters only some Spark lines have (nanosecond
  * timestamps, binary views, geospatial values) are forwarded by the per-line
- * [[ForwardingInternalRow]] through `sourceRow` and `sourceOrdinal`.
+ * [[RowGettersLineShim]] through `sourceRow` and `sourceOrdinal`.
  */
 private[execution] class ConcatenatedRows(rows: Array[UnsafeRow], widths: Seq[Int])
-  extends ForwardingInternalRow {
+  extends InternalRow with RowGettersLineShim {
   private val rowOf: Array[Int] =
     widths.zipWithIndex.flatMap { case (width, input) => Seq.fill(width)(input) }.toArray
   private val ordinalIn: Array[Int] = widths.flatMap(0 until _).toArray

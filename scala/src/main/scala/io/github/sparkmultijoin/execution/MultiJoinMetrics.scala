@@ -129,7 +129,7 @@ object MultiJoinMetrics {
       }
     }
 
-  /** docs/metrics.md's table (tests/test_metrics_doc.py keeps the file in step with it). */
+  /** docs/metrics.md's table (tests/test_docs_tables.py keeps the file in step with it). */
   def markdownTable: String = {
     val header = Seq(
       "| metric | reported in a progress's `stateOperators` entry as | kind | meaning |",

@@ -21,7 +21,7 @@ import org.apache.spark.sql.execution.metric.SQLMetric
  *    FULL OUTER inputs after it extended as above.
  * The output rows without a padded input came out when their last row arrived. Every row they
  * need is still stored: the rows a deciding row can be joined with are kept until it is final
- * ([[io.github.sparkmultijoin.analysis.EventTimeBounds]]), and nothing is removed before every
+ * ([[io.github.sparkmultijoin.model.EventTimeBounds]]), and nothing is removed before every
  * deciding input's rows of the batch are padded.
  *
  * @param join              the compiled conditions and projections

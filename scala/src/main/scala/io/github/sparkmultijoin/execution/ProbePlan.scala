@@ -1,6 +1,6 @@
 package io.github.sparkmultijoin.execution
 
-import io.github.sparkmultijoin.analysis.{Conjunct, InputColumns}
+import io.github.sparkmultijoin.model.{Conjunct, InputColumns}
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{And, Attribute, BasePredicate, Expression, UnsafeRow}

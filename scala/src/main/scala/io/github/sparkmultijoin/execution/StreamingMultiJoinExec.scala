@@ -2,15 +2,14 @@ package io.github.sparkmultijoin.execution
 
 import java.util.concurrent.TimeUnit.NANOSECONDS
 
-import scala.util.control.NonFatal
-
-import io.github.sparkmultijoin.analysis.{Conjunct, EventTimeBounds, JoinTree, OperatorProperties, StateLayout}
 import io.github.sparkmultijoin.execution.Iterators.onExhaustion
 import io.github.sparkmultijoin.execution.MultiJoinMetrics.{ALL_REMOVALS_TIME_MS, ALL_UPDATES_TIME_MS, COMMIT_TIME_MS, KEY_READ_TIME_MS, Metric, NUM_KEY_READS, NUM_NULL_PADDED_ROWS, NUM_OUTPUT_ROWS, NUM_REMOVED_STATE_ROWS, NUM_ROWS_DROPPED_BY_WATERMARK, NUM_ROWS_EXPIRED_BY_TTL, NUM_TOTAL_STATE_ROWS, NUM_UPDATED_STATE_ROWS, ROWS_OF_INPUT, STATE_MEMORY}
-import io.github.sparkmultijoin.execution.state.{Layout2Migration, MultiJoinStateLayout, MultiJoinStateManager, MultiJoinStateReader, StateShape}
+import io.github.sparkmultijoin.execution.state.{MultiJoinStateLayout, MultiJoinStateManager, StateShape}
 import io.github.sparkmultijoin.logical.MultiJoin
+import io.github.sparkmultijoin.model.{Conjunct, EventTimeBounds, JoinTree, MicroBatchContext, StateLayoutVersion}
+import io.github.sparkmultijoin.restart.{OperatorMetadataFile, OperatorProperties}
+import io.github.sparkmultijoin.ttl.{MinimumAccumulator, StateTtlExpiry}
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.Path
 
 import org.apache.spark.TaskContext
 import org.apache.spark.rdd.RDD
@@ -20,9 +19,9 @@ import org.apache.spark.sql.catalyst.plans.physical.{Distribution, HashPartition
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.SQLMetric
-import org.apache.spark.sql.execution.streaming.operators.stateful.{SchemaValidationUtils, StatefulOperatorCustomMetric, StatefulOperatorStateInfo, StateStoreWriter}
-import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, OperatorInfoV1, OperatorStateMetadata, OperatorStateMetadataReader, OperatorStateMetadataV2, StateSchemaValidationResult, StateStore, StateStoreColFamilySchema, StateStoreId, StateStoreMetadataV2, StateStoreOps}
-import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
+import org.apache.spark.sql.execution.streaming.operators.stateful.{SchemaValidationUtils, StateStoreWriter, StatefulOperatorCustomMetric, StatefulOperatorStateInfo}
+import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, OperatorStateMetadata, StateSchemaValidationResult, StateStore, StateStoreColFamilySchema, StateStoreOps}
+import org.apache.spark.sql.multijoin.{MultiJoinConf, RealTimeModeShim, StateStoreShim}
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -41,8 +40,9 @@ import org.apache.spark.sql.types.StructType
  * A row at or below the previous batch's watermark is late and dropped, as Spark's joins do.
  *
  * State: see [[MultiJoinStateManager]], in the multi-join state layout of the session's state
- * store ([[StateLayout]], [[MultiJoinStateLayout]]). The layout is recorded in the operator's
- * metadata with what it depends on ([[OperatorProperties]]), which a restart checks. Probing and
+ * store ([[StateLayoutVersion]], [[MultiJoinStateLayout]]). The layout is recorded in the
+ * operator's metadata with what it depends on ([[OperatorProperties]]), which a restart checks
+ * ([[OperatorMetadataFile]]). Probing and
  * checks: see [[ProbePlan]] and [[CompiledJoin]].
  *
  * @param inputs          per input, its columns
@@ -52,7 +52,11 @@ import org.apache.spark.sql.types.StructType
  * @param outerConditions per outer input, its ON clause; None for inner inputs
  * @param stateTtlsMs     per input, its state TTL: how long (processing time) a stored row of it
  *                        is kept ([[StateTtlExpiry]])
+ * @param description     the operator as errors name it (its inputs, its operator id)
  * @param stateInfo       filled in by the planner strategy for a running query, None otherwise
+ * @param batch           what the operator needs of its micro-batch, filled in for a running
+ *                        query: by the planner strategy, its watermarks after Spark's state
+ *                        preparation
  * @param child           the inputs' rows, tagged ([[TaggedInputs.plan]]); transient, as the
  *                        tasks get their rows from the child's RDD, and without it the plan
  *                        they deserialize is this node's, not the whole query's below it
@@ -64,7 +68,9 @@ case class StreamingMultiJoinExec(
     tree: JoinTree,
     outerConditions: Seq[Option[Expression]],
     stateTtlsMs: Seq[Option[Long]],
+    description: String,
     stateInfo: Option[StatefulOperatorStateInfo],
+    batch: Option[MicroBatchContext],
     @transient child: SparkPlan)
   extends UnaryExecNode with StateStoreWriter with SchemaValidationUtils {
 
@@ -157,7 +163,7 @@ case class StreamingMultiJoinExec(
    * The state layout for the session's state store, which the rule checked there is (a
    * restarted query runs on the store its checkpoint was written with).
    */
-  private lazy val layout: StateLayout = StateLayout.forSession(conf).fold(
+  private lazy val layout: StateLayoutVersion = StateLayoutVersion.forSession(conf).fold(
     reason => throw new IllegalStateException(s"$nodeName cannot run: $reason"), identity)
 
   override def getColFamilySchemas(
@@ -165,94 +171,31 @@ case class StreamingMultiJoinExec(
     MultiJoinStateLayout(layout).familySchemas(
       StateShape(keySchema, inputSchemas, timeOrdinals, stateTtlsMs.map(_.isDefined)))
 
-  /**
-   * On a restart, first compares the operator with the checkpoint's operator metadata
-   * ([[validateNewMetadata]]): Spark checks the state schema before it calls that, and a
-   * multi-join whose inputs changed would fail the schema check with an error that names neither
-   * the input nor the setting that changed.
-   */
+  // On a restart, the operator first compares itself with the checkpoint's operator metadata.
   override def validateAndMaybeEvolveStateSchema(
       hadoopConf: Configuration,
       batchId: Long,
       stateSchemaVersion: Int): List[StateSchemaValidationResult] = {
-    previousOperatorMetadata(hadoopConf, batchId).foreach {
-      case previous: OperatorStateMetadataV2 =>
-        recordedProperties(previous, hadoopConf).checkRestart(operatorProperties,
-          getStateInfo.operatorId)
-      case _ =>
-    }
+    metadataFile.checkRestart(hadoopConf, batchId, operatorProperties)
     // Spark passes its default schema format, which predates column families; ours need 3.
-    SparkInternals.validateAndWriteStateSchema(
-      this, hadoopConf, batchId, ColumnFamilySchemaFormat, getStateInfo, stateSchemaDirPath(),
-      session)
+    RealTimeModeShim.validateAndWriteStateSchema(this, hadoopConf, batchId,
+      ColumnFamilySchemaFormat, getStateInfo, stateSchemaDirPath(), session,
+      batch.exists(_.realTime))
   }
 
   private val ColumnFamilySchemaFormat = 3
 
-  /**
-   * What the checkpoint's operator metadata records; where it predates recording the inputs'
-   * columns, those columns as its state schema files give them for the families of rows per
-   * input (multi-join state layouts 1 and 2). Later layouts keep rows as bytes, so Spark's schema
-   * check no longer compares an input's columns with the stored rows': without this, a restart
-   * of such a checkpoint with other columns would read its rows wrongly.
-   */
-  private def recordedProperties(
-      previous: OperatorStateMetadataV2,
-      hadoopConf: Configuration): OperatorProperties = {
-    val recorded = OperatorProperties.fromJson(previous.operatorPropertiesJson)
-    if (recorded.inputSchemas.isDefined) {
-      recorded
-    } else {
-      val info = getStateInfo
-      val families = MultiJoinStateReader.columnFamilies(
-        StateStoreId(info.checkpointLocation, info.operatorId, 0), previous, hadoopConf)
-      recorded.copy(inputSchemas = Layout2Migration.inputSchemas(families))
-    }
-  }
+  private def metadataFile = new OperatorMetadataFile(getStateInfo, shortName, description)
 
-  /**
-   * The operator metadata the checkpoint has for the batch before `batchId`, read as Spark reads
-   * it on a restart (IncrementalExecution's StateSchemaAndOperatorMetadataRule): None for a new
-   * query, or where it cannot be read (no committed batch, or written by an earlier version).
-   */
-  private def previousOperatorMetadata(
-      hadoopConf: Configuration,
-      batchId: Long): Option[OperatorStateMetadata] =
-    if (batchId == 0) None
-    else {
-      val info = getStateInfo
-      try {
-        OperatorStateMetadataReader.createReader(
-          new Path(info.checkpointLocation, info.operatorId.toString), hadoopConf,
-          operatorStateMetadataVersion, batchId - 1).read()
-      } catch {
-        case NonFatal(e) =>
-          logWarning(s"Could not read the operator metadata of $nodeName ${info.operatorId} " +
-            s"before batch $batchId, so its changes are not checked: ${e.getMessage}")
-          None
-      }
-    }
-
-  /** Fails where the state of the checkpoint, as its properties say, cannot serve this plan. */
   override def validateNewMetadata(
       previous: OperatorStateMetadata,
-      current: OperatorStateMetadata): Unit = (previous, current) match {
-    case (previous: OperatorStateMetadataV2, current: OperatorStateMetadataV2) =>
-      OperatorProperties.fromJson(previous.operatorPropertiesJson).checkRestart(
-        OperatorProperties.fromJson(current.operatorPropertiesJson), getStateInfo.operatorId)
-    case _ =>
-  }
+      current: OperatorStateMetadata): Unit = metadataFile.checkNewMetadata(previous, current)
 
-  override def operatorStateMetadataVersion: Int = 2
+  override def operatorStateMetadataVersion: Int = metadataFile.version
 
   override def operatorStateMetadata(
-      stateSchemaPaths: List[List[String]] = List.empty): OperatorStateMetadata = {
-    val info = getStateInfo
-    val store = StateStoreMetadataV2(StateStoreId.DEFAULT_STORE_NAME, 0, info.numPartitions,
-      stateSchemaPaths.headOption.getOrElse(Nil))
-    OperatorStateMetadataV2(OperatorInfoV1(info.operatorId, shortName), Array(store),
-      operatorProperties.json)
-  }
+      stateSchemaPaths: List[List[String]] = List.empty): OperatorStateMetadata =
+    metadataFile.metadata(operatorProperties, stateSchemaPaths)
 
   /**
    * What the state layout depends on, with the value of `multi-join.max-tables` that the
@@ -269,13 +212,10 @@ case class StreamingMultiJoinExec(
   // A batch without data is worth running when the watermark moved and rows may be due, or,
   // under a processing-time trigger, when the earliest stored row's TTL has passed.
   override def shouldRunAnotherBatch(newInputWatermark: Long): Boolean = {
-    val watermarkMoved =
-      evictable.nonEmpty && stateInfo.flatMap(SparkInternals.inputWatermarks(session, _)).exists {
-        case (_, evictionWatermark) => newInputWatermark > evictionWatermark
-      }
+    val watermarkMoved = evictable.nonEmpty &&
+      batch.flatMap(_.evictionWatermarkMs).exists(newInputWatermark > _)
     watermarkMoved ||
-    (ttlExpiry.isSet &&
-      SparkInternals.processingTimeBatchStartMs(session).exists(_ >= nextTtlDueMs.value))
+    (ttlExpiry.isSet && batch.flatMap(_.nextBatchStartMs()).exists(_ >= nextTtlDueMs.value))
   }
 
   // Every row to come joins rows above their inputs' eviction bounds (null-padded rows too, as
@@ -285,66 +225,69 @@ case class StreamingMultiJoinExec(
     Some((inputWatermarkMs +: evictable.map(inputWatermarkMs + evictionOffsets(_).get)).min)
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val info = stateInfo.getOrElse(throw new IllegalStateException(
+    val (info, context) = stateInfo.zip(batch).getOrElse(throw new IllegalStateException(
       s"$nodeName runs only inside a streaming query, which gives it its state info:\n$this"))
     metrics // created on the driver, before tasks refer to them
     // Analyzed here, once: the tasks get the results with the plan instead of each redoing it.
     timeOrdinals; evictionOffsets; finalOffsets; evictable; if (ttlExpiry.isSet) nextTtlDueMs
-    val watermarks = SparkInternals.inputWatermarks(session, info)
-    val realTime = SparkInternals.isRealTimeMode(session)
-    // A long batch of real-time mode writes its rows as they come: held to its end, they would
-    // all be written while the batch commits, and every row would wait for it.
-    val batchRowsMemory = if (realTime) 0L else MultiJoinConf.batchRowsMemory(conf)
-    val batchStartMs = Some(ttlExpiry).filter(_.isSet).map(_ =>
-      SparkInternals.batchTimestampMs(session).getOrElse(
-        throw new IllegalStateException(s"$nodeName found no start time of its micro-batch")))
     val opened = MultiJoinStateLayout(layout).storeSchemas(getColFamilySchemas(false))
     child.execute().mapPartitionsWithStateStore(
       info, opened.keySchema, opened.valueSchema, NoPrefixKeyStateEncoderSpec(opened.keySchema),
-      session.sessionState, Some(SparkInternals.stateStoreCoordinator(session)),
+      session.sessionState, Some(StateStoreShim.stateStoreCoordinator(session)),
       useColumnFamilies = opened.useColumnFamilies)(
-      processPartition(info, watermarks.map(_._1), watermarks.map(_._2), batchRowsMemory,
-        batchStartMs, layout, realTime))
+      processPartition(info, context, batchRowsMemory(context), layout))
   }
+
+  // A long batch of real-time mode writes its rows as they come: held to its end, they would all
+  // be written while the batch commits, and every row would wait for it.
+  private def batchRowsMemory(context: MicroBatchContext): Long =
+    if (context.realTime) 0L else MultiJoinConf.batchRowsMemory(conf)
 
   private def processPartition(
       info: StatefulOperatorStateInfo,
-      lateRowsWatermarkMs: Option[Long],
-      evictionWatermarkMs: Option[Long],
+      context: MicroBatchContext,
       batchRowsMemory: Long,
-      batchStartMs: Option[Long],
-      layout: StateLayout,
-      realTime: Boolean)(
+      layout: StateLayoutVersion)(
       store: StateStore,
       taggedRows: Iterator[InternalRow]): Iterator[InternalRow] = {
+    val batchStartMs = Some(context.batchTimestampMs).filter(_ => ttlExpiry.isSet)
     val state = new MultiJoinStateManager(store, keySchema, inputSchemas, timeOrdinals,
       info.storeVersion, batchRowsMemory, batchStartMs, layout, ttlExpiry.inputs)
     TaskContext.get().addTaskCompletionListener[Unit](_ => state.abortIfNotCommitted())
     // A row past its TTL joins nothing from this batch on, so it goes before any row is joined.
     batchStartMs.foreach(now => metric(NUM_ROWS_EXPIRED_BY_TTL) += ttlExpiry.expire(state, now))
-    val join = CompiledJoins.lendToTask(new CompiledJoins.Spec(
-      (info.queryRunId, info.operatorId), keys, inputs, output, conjuncts, tree))
-    val padder = new OuterJoinPadder(join, state, metric(NUM_NULL_PADDED_ROWS))
-    val joiner = new DeltaJoiner(join, state, padder, lateRowsWatermarkMs.map(_ * 1000),
-      timeOrdinals, metric(NUM_ROWS_DROPPED_BY_WATERMARK))
     val updateStartTimeNs = System.nanoTime
-    val reader = new TaggedInputs.Reader(keys.head.length, inputs.map(_.length))
-    val rows =
-      if (realTime) joiner.joinOnArrival(reader, taggedRows)
-      else joiner.joinAsBatch(reader, taggedRows) ++
-        padded(padder, state, lateRowsWatermarkMs, evictionWatermarkMs)
+    val rows = joinedRows(info, context, state, taggedRows)
     val numOutputRows = metric(NUM_OUTPUT_ROWS)
     onExhaustion(rows.map { row => numOutputRows += 1; row }) {
       // The rows still held are written now, so that their writing counts as updates, not as
       // the removals or the commit that would write them first.
       state.writeAppendedRows()
       metric(ALL_UPDATES_TIME_MS) += NANOSECONDS.toMillis(System.nanoTime - updateStartTimeNs)
-      metric(ALL_REMOVALS_TIME_MS) += timeTakenMs(evict(state, evictionWatermarkMs))
+      metric(ALL_REMOVALS_TIME_MS) += timeTakenMs(evict(state, context.evictionWatermarkMs))
       if (ttlExpiry.isSet) ttlExpiry.nextDueMs(state).foreach(nextTtlDueMs.add)
       metric(COMMIT_TIME_MS) += timeTakenMs(state.commit())
-      SparkInternals.committedCheckpoint(store, conf).foreach(setStateStoreCheckpointInfo)
+      StateStoreShim.committedCheckpoint(store, conf).foreach(setStateStoreCheckpointInfo)
       reportState(state, store)
     }
+  }
+
+  /** The rows the partition's tagged rows join into, in real time or as one batch. */
+  private def joinedRows(
+      info: StatefulOperatorStateInfo,
+      context: MicroBatchContext,
+      state: MultiJoinStateManager,
+      taggedRows: Iterator[InternalRow]): Iterator[InternalRow] = {
+    val join = CompiledJoins.lendToTask(new CompiledJoins.Spec(
+      (info.queryRunId, info.operatorId), keys, inputs, output, conjuncts, tree))
+    val padder = new OuterJoinPadder(join, state, metric(NUM_NULL_PADDED_ROWS))
+    val joiner = new DeltaJoiner(join, state, padder,
+      context.lateRowsWatermarkMs.map(_ * 1000), timeOrdinals,
+      metric(NUM_ROWS_DROPPED_BY_WATERMARK))
+    val reader = new TaggedInputs.Reader(keys.head.length, inputs.map(_.length))
+    if (context.realTime) joiner.joinOnArrival(reader, taggedRows)
+    else joiner.joinAsBatch(reader, taggedRows) ++
+      padded(padder, state, context.lateRowsWatermarkMs, context.evictionWatermarkMs)
   }
 
   /**

@@ -1,6 +1,6 @@
 package io.github.sparkmultijoin.logical
 
-import io.github.sparkmultijoin.analysis.JoinTree
+import io.github.sparkmultijoin.model.JoinTree
 
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
@@ -24,6 +24,8 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
  *                   so identical on every micro-batch and after a restart, and far from the ids
  *                   0..k-1 that Spark gives its own stateful operators
  * @param stateTtlsMs per input, its state TTL (ms of processing time), if it has one
+ * @param inputNames per input, the name the query gives it as the verdicts show it; empty until
+ *                   the rule names them
  */
 case class MultiJoin(
     children: Seq[LogicalPlan],
@@ -32,13 +34,23 @@ case class MultiJoin(
     tree: JoinTree,
     onClauses: Seq[Expression],
     operatorId: Long,
-    stateTtlsMs: Seq[Option[Long]]) extends LogicalPlan {
+    stateTtlsMs: Seq[Option[Long]],
+    inputNames: Seq[String] = Nil) extends LogicalPlan {
 
   require(children.length >= 2, "a multi-join needs at least two inputs")
   require(
     keys.length == children.length && onClauses.length == children.length &&
       tree.parents.length == children.length && stateTtlsMs.length == children.length,
     "every input of a multi-join needs its key")
+
+  /**
+   * The operator as errors name it, the way EXPLAIN names its inputs, so that a user with several
+   * multi-joins knows which one.
+   */
+  def description: String = {
+    val names = if (inputNames.nonEmpty) inputNames else children.indices.map(i => s"input$i")
+    s"The multi-join of ${names.mkString(", ")} (stateful operator $operatorId)"
+  }
 
   /** Per input, its ON clause if it is an outer input. */
   def outerConditions: Seq[Option[Expression]] =

@@ -2,7 +2,7 @@ package io.github.sparkmultijoin.optimizer
 
 import scala.collection.mutable
 
-import io.github.sparkmultijoin.analysis.Conjunct
+import io.github.sparkmultijoin.model.Conjunct
 import io.github.sparkmultijoin.optimizer.FusionVerdict.{Input, OuterJoinMadeInner}
 
 import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, AttributeSet, ExprId, Expression, IsNotNull, PredicateHelper}
@@ -43,7 +43,7 @@ private[optimizer] case class Chain(
  *
  * Why flat: inner joins commute and associate, and outer joins are decided by their ON clauses
  * alone, so which input joined which in Spark's tree matters only through the conditions. A flat
- * list is what key groups and the multi-join's [[io.github.sparkmultijoin.analysis.JoinTree]] are
+ * list is what key groups and the multi-join's [[io.github.sparkmultijoin.model.JoinTree]] are
  * derived from.
  */
 private[optimizer] object ChainFlattening extends PredicateHelper {

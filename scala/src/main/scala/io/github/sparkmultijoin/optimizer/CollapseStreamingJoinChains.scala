@@ -5,17 +5,17 @@ import java.util.concurrent.ConcurrentHashMap
 
 import scala.collection.mutable
 
-import io.github.sparkmultijoin.analysis.{Conjunct, EventTimeBounds, StateLayout}
-import io.github.sparkmultijoin.logical.{MultiJoin, MultiJoinHint, StateTtlHint}
+import io.github.sparkmultijoin.logical.{MultiJoin, MultiJoinHint}
+import io.github.sparkmultijoin.model.{Conjunct, EventTimeBounds, StateLayoutVersion}
 import io.github.sparkmultijoin.optimizer.ChainFlattening.{continuesChain, isStreamingChainJoin}
 import io.github.sparkmultijoin.optimizer.FusionVerdict._
+import io.github.sparkmultijoin.ttl.{StateTtlHint, StateTtls}
 
 import org.apache.spark.internal.Logging
-import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.AttributeSet
 import org.apache.spark.sql.catalyst.plans.logical.{Join, LogicalPlan, Project}
 import org.apache.spark.sql.catalyst.rules.Rule
-import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
+import org.apache.spark.sql.multijoin.{MicroBatchShim, MultiJoinConf, RealTimeModeShim}
 
 /**
  * Rewrites a chain of streaming joins on one shared key into one [[MultiJoin]].
@@ -34,7 +34,7 @@ import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkInternals}
  * grouped by key ([[KeyGroups]]): one multi-join per group of three or more, and the other
  * inputs are joined to it by Spark's own joins ([[PlanAssembly]]). Inner conjuncts not implied by
  * a group's key stay with its multi-join as its condition; each outer input keeps its whole ON
- * clause. With outer joins, the inputs form a [[io.github.sparkmultijoin.analysis.JoinTree]]
+ * clause. With outer joins, the inputs form a [[io.github.sparkmultijoin.model.JoinTree]]
  * ([[OuterTreeChecks]] says when one can run them). The rewritten plan has exactly the output
  * attributes of the original and the rest of the plan is untouched.
  *
@@ -59,7 +59,7 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
 
   override def apply(plan: LogicalPlan): LogicalPlan = {
     val (rewritten, verdicts) = rewrite(plan)
-    val run = SparkSession.getActiveSession.flatMap(SparkInternals.runningQueryRun)
+    val run = MicroBatchShim.current.map(_.runId)
     verdicts.foreach(logOnce(run, _))
     rewritten
   }
@@ -87,7 +87,7 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
     } else if (realTimeModeRefusal.isDefined) {
       onStreamingJoins(plan, RealTimeModeUnsupported(realTimeModeRefusal.get))
     } else {
-      StateLayout.forSession(conf) match {
+      StateLayoutVersion.forSession(conf) match {
         case Left(reason) => onStreamingJoins(plan, StoreUnsupported(reason))
         case Right(_) => collapseAll(plan, eligibility, ttls)
       }
@@ -96,8 +96,9 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
 
   /** Why this line keeps Spark's joins, where the query being planned runs in real-time mode. */
   private def realTimeModeRefusal: Option[String] =
-    SparkInternals.realTimeModeRefusal
-      .filter(_ => SparkSession.getActiveSession.exists(SparkInternals.isRealTimeMode))
+    RealTimeModeShim.realTimeModeRefusal
+      .filter(_ =>
+        MicroBatchShim.current.exists(_.isRealTimeMode))
 
   /** `plan`, each of its streaming joins tagged with `verdict`, which is about them all. */
   private def onStreamingJoins(
@@ -196,9 +197,16 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
         val (joined, operatorIds) = assembled
         val (withTtls, ttlsNotApplied) = ttls.applied(joined, names)
         val fused = collapsed(chain, groups, operatorIds, eligibility)
-        (PlanAssembly.withOutputOf(join, withTtls, chain),
+        (PlanAssembly.withOutputOf(join, named(withTtls, names), chain),
           unboundedInputs(withTtls, names) ++ ttlsNotApplied ++ (fused +: madeInner))
       }
+    }
+
+  /** `collapsed` with its multi-joins' inputs named, for the errors that name the operator. */
+  private def named(collapsed: LogicalPlan, names: InputNames): LogicalPlan =
+    collapsed.transformDown {
+      case multiJoin: MultiJoin if multiJoin.inputNames.isEmpty =>
+        multiJoin.copy(inputNames = multiJoin.children.map(names.of(_).shown))
     }
 
   /** What fused of `chain`: `groups`, into the multi-joins of `operatorIds` (per group). */

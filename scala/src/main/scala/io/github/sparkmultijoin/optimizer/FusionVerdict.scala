@@ -1,13 +1,14 @@
 package io.github.sparkmultijoin.optimizer
 
+import io.github.sparkmultijoin.analysis.ResolveMultiJoinHint
 import io.github.sparkmultijoin.optimizer.VerdictArg._
+import org.json4s.{JBool, JNull, JObject, JString, JValue}
 
 import org.apache.spark.sql.catalyst.plans.{Inner, JoinType}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.trees.TreeNodeTag
 import org.apache.spark.sql.multijoin.MultiJoinConf
 import org.apache.spark.sql.types.DataType
-import org.json4s.{JBool, JNull, JObject, JString, JValue}
 
 /**
  * What [[CollapseStreamingJoinChains]] decided about a plan: which inputs fused into which
@@ -218,7 +219,7 @@ object FusionVerdict {
       Seq("columns" -> list(columns.map(text)), "next" -> input(next))
   }
 
-  /** Why a chain with outer joins is not one [[io.github.sparkmultijoin.analysis.JoinTree]]. */
+  /** Why a chain with outer joins is not one [[io.github.sparkmultijoin.model.JoinTree]]. */
   sealed trait OuterChainKept extends InputsKept
   case class MaxTablesSplitsOuter(inputs: Seq[Input], maxTables: Int) extends OuterChainKept {
     def code: String = "MAX_TABLES_SPLITS_OUTER"

@@ -22,7 +22,7 @@ import org.apache.spark.sql.catalyst.trees.TreeNodeTag
  * is read through both names), the one used deepest, nearest the input. An input of several
  * relations (a join below the chain, say), or without a name either way, goes by its columns.
  */
-private[optimizer] class InputNames(plan: LogicalPlan) {
+private[sparkmultijoin] class InputNames(plan: LogicalPlan) {
 
   def of(input: LogicalPlan): Input = {
     val name = input.collectLeaves() match {

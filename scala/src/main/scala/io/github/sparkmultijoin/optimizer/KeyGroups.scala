@@ -20,7 +20,7 @@ private[optimizer] object KeyGroups {
 
   /**
    * The key groups of a chain, the first to be joined as its
-   * [[io.github.sparkmultijoin.analysis.JoinTree]], or why there is none. With outer joins, one
+   * [[io.github.sparkmultijoin.model.JoinTree]], or why there is none. With outer joins, one
    * group of every input (all streaming) on a key spanning them all. With inner joins only, the
    * streaming inputs sharing the key class that has members over the most of them, at least
    * three; then, from the streaming inputs left, the next such group, and so on. Only the inputs

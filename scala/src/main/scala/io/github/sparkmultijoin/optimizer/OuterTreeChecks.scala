@@ -1,6 +1,6 @@
 package io.github.sparkmultijoin.optimizer
 
-import io.github.sparkmultijoin.analysis.{EventTimeBounds, InputColumns, JoinTree}
+import io.github.sparkmultijoin.model.{EventTimeBounds, InputColumns, JoinTree}
 import io.github.sparkmultijoin.optimizer.FusionVerdict._
 
 import org.apache.spark.sql.catalyst.expressions.{EqualTo, Expression}

@@ -1,13 +1,13 @@
 package io.github.sparkmultijoin.optimizer
 
-import io.github.sparkmultijoin.analysis.{Conjunct, JoinTree}
 import io.github.sparkmultijoin.logical.MultiJoin
+import io.github.sparkmultijoin.model.{Conjunct, JoinTree}
 import io.github.sparkmultijoin.optimizer.FusionVerdict.{Input, MultipleEventTimeColumns}
 
 import org.apache.spark.sql.catalyst.expressions.{Alias, And, AttributeSet, EqualTo, Expression, Literal, NamedExpression}
 import org.apache.spark.sql.catalyst.plans.Inner
 import org.apache.spark.sql.catalyst.plans.logical.{EventTimeWatermark, Join, JoinHint, LogicalPlan, Project}
-import org.apache.spark.sql.multijoin.SparkInternals
+import org.apache.spark.sql.multijoin.CatalystShim
 
 /**
  * The plan that replaces a chain: its key groups' multi-joins, with the chain's other inputs
@@ -122,7 +122,7 @@ private[optimizer] object PlanAssembly {
       placed.filter(_.outerInput.contains(input)).map(_.expression).reduceOption(And)
         .getOrElse(Literal.TrueLiteral)
     }
-    val normalizedKeys = keys.map(_.map(SparkInternals.normalizeFloatingNumbers))
+    val normalizedKeys = keys.map(_.map(CatalystShim.normalizeFloatingNumbers))
     // The inputs' state TTLs are set once the chain is assembled (StateTtls).
     (MultiJoin(inputs, normalizedKeys, core, tree, onClauses, nextOperatorId.next(),
       inputs.map(_ => None)), rest)

@@ -5,7 +5,7 @@ import io.github.sparkmultijoin.execution.StreamingMultiJoinExec
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.execution.{ColumnarRule, ProjectExec, SparkPlan}
-import org.apache.spark.sql.multijoin.SparkInternals
+import org.apache.spark.sql.multijoin.{MicroBatchShim, RealTimeModeShim}
 
 /**
  * Spark's real-time mode runs only the operators and sinks on its allowlist, which has no
@@ -23,8 +23,8 @@ case class CheckRealTimeAllowlist(session: SparkSession) extends ColumnarRule {
   override def postColumnarTransitions: Rule[SparkPlan] = new Rule[SparkPlan] {
     override def apply(plan: SparkPlan): SparkPlan = {
       if (!sparkChecks) {
-        SparkInternals.realTimeSink(session).foreach { sink =>
-          SparkInternals.checkRealTimeAllowlist(multiJoinsAllowed(plan), sink)
+        MicroBatchShim.running(session).flatMap(_.realTimeSink).foreach { sink =>
+          RealTimeModeShim.checkRealTimeAllowlist(multiJoinsAllowed(plan), sink)
         }
       }
       plan

@@ -1,11 +1,11 @@
 package io.github.sparkmultijoin.planning
 
 import io.github.sparkmultijoin.optimizer.FusionVerdict
-
-import org.apache.spark.sql.classic
-import org.apache.spark.sql.multijoin.SparkInternals
 import org.json4s.{JArray, JObject, JString}
 import org.json4s.jackson.JsonMethods.{compact, render}
+
+import org.apache.spark.sql.classic
+import org.apache.spark.sql.multijoin.CatalystShim
 
 /**
  * What the rule decides about a DataFrame, for callers outside the JVM: the Python advisor
@@ -50,9 +50,9 @@ object FusionReport {
    * optimized as `frame.explain()` optimizes it before the query starts; nothing runs.
    */
   def json(frame: classic.Dataset[_]): String = {
-    val chains = FusionExplain.chains(SparkInternals.optimizedAsExplained(frame))
+    val chains = FusionExplainGenerator.chains(CatalystShim.optimizedAsExplained(frame))
     compact(render(JObject(
       "verdicts" -> JArray(chains.flatten.map(FusionVerdict.json).toList),
-      "explain" -> JString(FusionExplain.text(chains)))))
+      "explain" -> JString(FusionExplainGenerator.text(chains)))))
   }
 }

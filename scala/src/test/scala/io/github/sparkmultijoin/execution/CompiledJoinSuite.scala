@@ -2,9 +2,9 @@ package io.github.sparkmultijoin.execution
 
 import scala.util.Random
 
-import io.github.sparkmultijoin.analysis.{Conjunct, JoinTree}
 import io.github.sparkmultijoin.execution.CompiledJoin.addingIntervalsAsMicros
 import io.github.sparkmultijoin.execution.ProbePlanSuite.{inputs, rows}
+import io.github.sparkmultijoin.model.{Conjunct, JoinTree}
 import org.scalatest.funsuite.AnyFunSuite
 
 import org.apache.spark.sql.catalyst.InternalRow

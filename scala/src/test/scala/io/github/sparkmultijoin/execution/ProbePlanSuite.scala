@@ -2,14 +2,14 @@ package io.github.sparkmultijoin.execution
 
 import scala.util.Random
 
-import io.github.sparkmultijoin.analysis.Conjunct
 import io.github.sparkmultijoin.execution.CompiledJoin.predicate
 import io.github.sparkmultijoin.execution.ProbePlan.{forEachInput, forNewRow}
 import io.github.sparkmultijoin.execution.ProbePlanSuite.{inputs, rows}
+import io.github.sparkmultijoin.model.Conjunct
 import org.scalatest.funsuite.AnyFunSuite
 
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Add, And, AttributeReference, BasePredicate, Expression, EqualTo, GenericInternalRow, GreaterThan, JoinedRow, Literal, Not, Remainder, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Add, And, AttributeReference, BasePredicate, EqualTo, Expression, GenericInternalRow, GreaterThan, JoinedRow, Literal, Not, Remainder, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.catalyst.util.ArrayData
 import org.apache.spark.sql.types.{ArrayType, BinaryType, DataType, Decimal, DecimalType, IntegerType, LongType, StringType, StructField, StructType}

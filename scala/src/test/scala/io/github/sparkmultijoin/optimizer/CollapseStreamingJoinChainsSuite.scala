@@ -3,6 +3,7 @@ package io.github.sparkmultijoin.optimizer
 import java.sql.Timestamp
 
 import io.github.sparkmultijoin.{LogCapture, MultiJoinSuiteBase}
+import io.github.sparkmultijoin.analysis.ResolveMultiJoinHint
 import io.github.sparkmultijoin.logical.{MultiJoin, MultiJoinHint}
 
 import org.apache.spark.sql.{DataFrame, Encoder}
@@ -495,5 +496,16 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
     val line = explained.toString.linesIterator.find(_.contains("StreamingMultiJoin")).get
     assert(line.matches(".*input0 key=\\[[^\\]]*\\] ttl=90m, input1 key=.*"), line)
     assert(line.split(" ttl=").length == 2, s"one input has a TTL: $line")
+  }
+
+  test("errors name a multi-join by its inputs, as EXPLAIN's verdicts name them") {
+    val Seq(a, b, c) = keyed(3).zip(Seq("a", "b", "c")).map { case (f, n) => f.alias(n) }
+    val Seq(named) = multiJoins(chain(Seq(a, b, c)))
+    assert(named.description == "The multi-join of a, b, c (stateful operator " +
+      s"${CollapseStreamingJoinChains.FirstOperatorId})")
+    // Unnamed inputs go by their columns, as the verdicts show them.
+    val Seq(unnamed) = multiJoins(chain(keyed(3)))
+    assert(unnamed.description.startsWith("The multi-join of [k0, v0], [k1, v1], [k2, v2] ("),
+      unnamed.description)
   }
 }

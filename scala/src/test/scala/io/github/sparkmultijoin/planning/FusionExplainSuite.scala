@@ -5,13 +5,12 @@ import java.sql.Timestamp
 
 import io.github.sparkmultijoin.{LogCapture, MultiJoinSuiteBase}
 import io.github.sparkmultijoin.optimizer.CollapseStreamingJoinChains
-
-import org.apache.spark.sql.{DataFrame, Encoder}
-import org.apache.spark.sql.classic
-import org.apache.spark.sql.execution.streaming.runtime.MemoryStream
-import org.apache.spark.sql.functions.col
 import org.json4s._
 import org.json4s.jackson.JsonMethods
+
+import org.apache.spark.sql.{DataFrame, Encoder, classic}
+import org.apache.spark.sql.execution.streaming.runtime.MemoryStream
+import org.apache.spark.sql.functions.col
 
 /**
  * What EXPLAIN, FusionReport and the driver log say of a plan's streaming joins. The reference
@@ -23,7 +22,7 @@ class FusionExplainSuite extends MultiJoinSuiteBase {
   private implicit val formats: Formats = DefaultFormats
 
   private val Providers = "spark.sql.extendedExplainProviders"
-  private val Heading = s"== Extended Information (${FusionExplain.Title}) =="
+  private val Heading = s"== Extended Information (${FusionExplainGenerator.Title}) =="
 
   private def stream[A: Encoder](columns: String*): DataFrame =
     MemoryStream[A](implicitly[Encoder[A]], spark).toDF().toDF(columns: _*)

@@ -7,7 +7,7 @@ import scala.jdk.CollectionConverters._
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, NoPrefixKeyStateEncoderSpec, RangeKeyScanStateEncoderSpec, StateStore, StateStoreColFamilySchema}
-import org.apache.spark.sql.multijoin.SparkInternals
+import org.apache.spark.sql.multijoin.StateStoreShim
 import org.apache.spark.sql.types.{BooleanType, DataType, IntegerType, LongType, StructField, StructType}
 
 /**
@@ -83,9 +83,9 @@ private[sparkmultijoin] object ColumnFamiliesLayout extends MultiJoinStateLayout
       families: Map[String, StateStoreColFamilySchema],
       input: Int,
       numFields: Int): Iterator[(InternalRow, Long)] =
-    if (SparkInternals.hasColumnFamily(store, RowsFamily)) {
+    if (StateStoreShim.hasColumnFamily(store, RowsFamily)) {
       registerRecorded(store, families, RowsFamily, multipleValues = true)
-      StoredRow.rowsOf(SparkInternals.everyValue(store, RowsFamily), input, numFields)
+      StoredRow.rowsOf(StateStoreShim.everyValue(store, RowsFamily), input, numFields)
     } else {
       Layout2Migration.readRows(store, families, input)
     }

@@ -1,9 +1,10 @@
 package io.github.sparkmultijoin.execution.state
 
+import io.github.sparkmultijoin.restart.RecordedOperators
+
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.execution.streaming.state.{PrefixKeyScanStateEncoderSpec, StateStore, StateStoreColFamilySchema}
-import org.apache.spark.sql.multijoin.SparkInternals
-import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.multijoin.StateStoreShim
 
 /**
  * Multi-join state layouts 1 and 2, which RocksDB had before layout 3: each input's rows in a
@@ -15,7 +16,7 @@ import org.apache.spark.sql.types.StructType
 private[sparkmultijoin] object Layout2Migration {
 
   /** The family of an input's rows in layouts 1 and 2. */
-  def rowFamily(input: Int): String = s"input$input"
+  def rowFamily(input: Int): String = RecordedOperators.layout2RowFamily(input)
 
   /**
    * Moves the rows of a store of layout 1 or 2 into layout 3's `rows` (which must exist), and
@@ -27,7 +28,7 @@ private[sparkmultijoin] object Layout2Migration {
     lazy val encoder = new StoredRowEncoder(storeTimeMs = None)
     val (batchIdOrdinal, rowIndexOrdinal) = (shape.keySchema.length, shape.keySchema.length + 1)
     shape.inputSchemas.indices.filter(input =>
-      SparkInternals.hasColumnFamily(store, rowFamily(input)))
+      StateStoreShim.hasColumnFamily(store, rowFamily(input)))
       .foreach { input =>
         val family = rowFamily(input)
         store.createColFamilyIfAbsent(family, idSchema, shape.inputSchemas(input),
@@ -54,7 +55,7 @@ private[sparkmultijoin] object Layout2Migration {
       store: StateStore,
       families: Map[String, StateStoreColFamilySchema],
       input: Int): Iterator[(InternalRow, Long)] =
-    if (SparkInternals.hasColumnFamily(store, rowFamily(input))) {
+    if (StateStoreShim.hasColumnFamily(store, rowFamily(input))) {
       val family = ColumnFamiliesLayout.registerRecorded(store, families, rowFamily(input),
         multipleValues = false)
       // The row's id: the join key's columns, then batchId and rowIndex.
@@ -63,13 +64,4 @@ private[sparkmultijoin] object Layout2Migration {
     } else {
       Iterator.empty
     }
-
-  /**
-   * The inputs' columns as a checkpoint of layout 1 or 2 records them in its schema files, for
-   * its families of rows per input: its operator metadata did not record them. None for a
-   * checkpoint of another layout.
-   */
-  def inputSchemas(families: Map[String, StateStoreColFamilySchema]): Option[Seq[StructType]] =
-    Some(Iterator.from(0).map(rowFamily).map(families.get).takeWhile(_.isDefined)
-      .map(_.get.valueSchema).toSeq).filter(_.nonEmpty)
 }

@@ -1,6 +1,6 @@
 package io.github.sparkmultijoin.execution.state
 
-import io.github.sparkmultijoin.analysis.StateLayout
+import io.github.sparkmultijoin.model.StateLayoutVersion
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
@@ -8,7 +8,7 @@ import org.apache.spark.sql.execution.streaming.state.{StateStore, StateStoreCol
 import org.apache.spark.sql.types.StructType
 
 /**
- * One multi-join state layout ([[StateLayout]]): the schemas of the stores it keeps rows in, and
+ * One multi-join state layout ([[StateLayoutVersion]]): the schemas of the stores it keeps rows in, and
  * those rows in an open store ([[LayoutPartition]]).
  *
  * Why one implementation per layout: the operator, Spark's schema check and `read_state` each
@@ -46,14 +46,14 @@ private[sparkmultijoin] trait MultiJoinStateLayout extends Serializable {
 private[sparkmultijoin] object MultiJoinStateLayout {
 
   /** The implementation of `layout`. */
-  def apply(layout: StateLayout): MultiJoinStateLayout = layout match {
-    case StateLayout.ColumnFamilies => ColumnFamiliesLayout
-    case StateLayout.OneValuePerKey => OneValuePerKeyLayout
+  def apply(layout: StateLayoutVersion): MultiJoinStateLayout = layout match {
+    case StateLayoutVersion.ColumnFamilies => ColumnFamiliesLayout
+    case StateLayoutVersion.OneValuePerKey => OneValuePerKeyLayout
   }
 
   /** The implementation of the layout a checkpoint recorded as `version`, or why there is none. */
   def recorded(version: Option[Int]): Either[String, MultiJoinStateLayout] =
-    StateLayout.recorded(version).map(apply)
+    StateLayoutVersion.recorded(version).map(apply)
 
   /** The schema the checkpoint records for the family `name`. */
   private[state] def recordedFamily(

@@ -5,7 +5,7 @@ import java.util.concurrent.TimeUnit.NANOSECONDS
 import scala.collection.mutable.ArrayBuffer
 import scala.jdk.CollectionConverters._
 
-import io.github.sparkmultijoin.analysis.StateLayout
+import io.github.sparkmultijoin.model.StateLayoutVersion
 
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow
 import org.apache.spark.sql.execution.streaming.state.StateStore
@@ -52,7 +52,7 @@ class MultiJoinStateManager(
     batchId: Long,
     batchRowsMemoryBytes: Long,
     storeTimeMs: Option[Long] = None,
-    layout: StateLayout,
+    layout: StateLayoutVersion,
     storeTimesOf: Set[Int] = Set.empty) {
 
   import MultiJoinStateManager._

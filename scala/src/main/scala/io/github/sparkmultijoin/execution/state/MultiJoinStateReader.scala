@@ -2,7 +2,7 @@ package io.github.sparkmultijoin.execution.state
 
 import java.util.UUID
 
-import io.github.sparkmultijoin.analysis.{OperatorProperties, RecordedOperators}
+import io.github.sparkmultijoin.restart.{OperatorProperties, RecordedOperators}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
@@ -11,7 +11,7 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow, UnsafeProjection}
 import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, OperatorStateMetadataV2, StateSchemaCompatibilityChecker, StateStoreColFamilySchema, StateStoreConf, StateStoreId, StateStoreProvider, StateStoreProviderId}
-import org.apache.spark.sql.multijoin.SparkInternals
+import org.apache.spark.sql.multijoin.{CatalystShim, CheckpointShim, StateStoreShim}
 import org.apache.spark.sql.types.{IntegerType, LongType, StructType}
 import org.apache.spark.util.SerializableConfiguration
 
@@ -49,7 +49,7 @@ object MultiJoinStateReader {
       input: Int,
       batchId: Option[Long],
       operatorId: Option[Long]): DataFrame = {
-    val hadoopConf = SparkInternals.newHadoopConf(session)
+    val hadoopConf = CheckpointShim.newHadoopConf(session)
     val checkpoint = qualified(new Path(checkpointLocation), hadoopConf)
     val batch = committedBatch(session, checkpoint, batchId)
     val operator = multiJoin(checkpoint, batch, operatorId, hadoopConf)
@@ -58,18 +58,18 @@ object MultiJoinStateReader {
     val layout = operator.layout
     val opened = layout.storeSchemas(families)
     val storeConf =
-      new StateStoreConf(SparkInternals.sessionConfOfBatch(session, checkpoint, batch))
+      new StateStoreConf(CheckpointShim.sessionConfOfBatch(session, checkpoint, batch))
     val serializedConf = new SerializableConfiguration(hadoopConf)
     val stateLocation = new Path(checkpoint, "state").toString
     val id = operator.id // the tasks need only the id
     // Under state store checkpoint format v2 a version's files are named by the checkpoint id
     // the commit log records for it.
-    val checkpointIds = SparkInternals.stateCheckpointIds(session, checkpoint, batch)
+    val checkpointIds = CheckpointShim.stateCheckpointIds(session, checkpoint, batch)
       .flatMap(_.get(id))
     val partitions = 0 until operator.numPartitions
     // Loading a RocksDB store can report to the session's state store coordinator (Spark 4.1's
     // does, and fails without one), which a session gets once it runs a streaming query.
-    SparkInternals.stateStoreCoordinator(session)
+    StateStoreShim.stateStoreCoordinator(session)
     val rows = session.sparkContext.parallelize(partitions, partitions.length).mapPartitions {
       _.flatMap { partition =>
         val storeId = StateStoreId(stateLocation, id, partition)
@@ -77,7 +77,7 @@ object MultiJoinStateReader {
           families, opened, schema, storeConf, serializedConf.value)
       }
     }
-    SparkInternals.dataFrame(session, rows, schema)
+    CatalystShim.dataFrame(session, rows, schema)
   }
 
   /** [[read]] for Python: a negative `batchId` or `operatorId` means its default. */
@@ -96,7 +96,7 @@ object MultiJoinStateReader {
   /** `batchId`, or the last committed batch, checked against the commit log. */
   private def committedBatch(session: SparkSession, checkpoint: Path, batchId: Option[Long])
       : Long = {
-    val last = SparkInternals.lastCommittedBatch(session, checkpoint).getOrElse(
+    val last = CheckpointShim.lastCommittedBatch(session, checkpoint).getOrElse(
       throw new IllegalArgumentException(s"The checkpoint $checkpoint has no committed " +
         "micro-batch, so no state to read: run its query until a micro-batch completes."))
     batchId.foreach { batch =>
@@ -175,18 +175,6 @@ object MultiJoinStateReader {
     }
   }
 
-  /**
-   * The schemas of the column families of the operator whose store `storeId` is, by name, from
-   * the state schema files its `metadata` names.
-   */
-  def columnFamilies(
-      storeId: StateStoreId,
-      metadata: OperatorStateMetadataV2,
-      hadoopConf: Configuration): Map[String, StateStoreColFamilySchema] =
-    new StateSchemaCompatibilityChecker(StateStoreProviderId(storeId, UUID.randomUUID()),
-      hadoopConf, metadata.stateStoreInfo.head.stateSchemaFilePaths.map(new Path(_)))
-      .readSchemaFile().map(family => family.colFamilyName -> family).toMap
-
   /** A multi-join as the checkpoint's metadata describes it. */
   private case class MultiJoinOperator(
       checkpoint: Path,
@@ -228,7 +216,8 @@ object MultiJoinStateReader {
 
     /** The schemas of the operator's column families, by name, from the state schema files. */
     def families(hadoopConf: Configuration): Map[String, StateStoreColFamilySchema] =
-      columnFamilies(StateStoreId(new Path(checkpoint, "state").toString, id, 0), metadata,
+      RecordedOperators.columnFamilies(StateStoreId(new Path(checkpoint, "state").toString, id, 0),
+        metadata,
         hadoopConf)
   }
 }

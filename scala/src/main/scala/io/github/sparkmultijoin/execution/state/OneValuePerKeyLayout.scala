@@ -2,7 +2,7 @@ package io.github.sparkmultijoin.execution.state
 
 import scala.collection.mutable
 
-import io.github.sparkmultijoin.analysis.StateLayout
+import io.github.sparkmultijoin.model.StateLayoutVersion
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
@@ -65,7 +65,8 @@ private[sparkmultijoin] object OneValuePerKeyLayout extends MultiJoinStateLayout
     val width = valueSchema(RowsOrdinal).dataType match {
       case ArrayType(row: StructType, _) => row.length
       case other =>
-        throw new IllegalArgumentException(s"not a value of ${StateLayout.OneValuePerKey}: $other")
+        throw new IllegalArgumentException(
+          s"not a value of ${StateLayoutVersion.OneValuePerKey}: $other")
     }
     StoredRow.rowsOf(rowsIn(store, width), input, numFields)
   }

@@ -1,6 +1,6 @@
 package org.apache.spark.sql.multijoin
 
-import io.github.sparkmultijoin.analysis.StateTtl
+import io.github.sparkmultijoin.ttl.StateTtl
 
 import org.apache.spark.internal.config.{ConfigBuilder, ConfigEntry}
 import org.apache.spark.network.util.ByteUnit
@@ -96,7 +96,7 @@ object MultiJoinConf {
       problem => throw new IllegalArgumentException(s"${STATE_TTL.key}: $problem"), identity)
   }
 
-  /** The README's configuration table (tests/test_readme.py keeps the README in step with it). */
+  /** The README's configuration table (tests/test_docs_tables.py keeps the README in step with it). */
   def markdownTable: String = {
     val header = Seq(
       "| key | alias | default | since | meaning |",

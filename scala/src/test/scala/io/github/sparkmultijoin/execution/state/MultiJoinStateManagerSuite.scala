@@ -6,16 +6,16 @@ import scala.collection.mutable
 import scala.util.Random
 
 import io.github.sparkmultijoin.MultiJoinSuiteBase
-import io.github.sparkmultijoin.analysis.StateLayout
 import io.github.sparkmultijoin.execution.state.ColumnFamiliesLayout.{RowsFamily, timeFamily}
 import io.github.sparkmultijoin.execution.state.StoredRow.{BatchIdOrdinal, InputOrdinal, RowIndexOrdinal}
+import io.github.sparkmultijoin.model.StateLayoutVersion
 import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, PrefixKeyScanStateEncoderSpec, StateStore, StateStoreConf, StateStoreId, StateStoreProvider, StateStoreProviderId}
 import org.apache.spark.sql.internal.SQLConf
-import org.apache.spark.sql.multijoin.SparkInternals
+import org.apache.spark.sql.multijoin.StateStoreShim
 import org.apache.spark.sql.types.{IntegerType, LongType, StructType}
 
 /**
@@ -180,7 +180,8 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
 
   private def manager(store: StateStore, batch: Long, memoryBytes: Long): MultiJoinStateManager =
     new MultiJoinStateManager(store, keySchema, inputSchemas, timeOrdinals, batch, memoryBytes,
-      layout = if (isInMemory(store)) StateLayout.OneValuePerKey else StateLayout.ColumnFamilies)
+      layout = if (isInMemory(store)) StateLayoutVersion.OneValuePerKey
+      else StateLayoutVersion.ColumnFamilies)
 
   /**
    * Runs batch `batch` on the store at that version, giving `body` the manager and the store;
@@ -580,7 +581,7 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
 
       inBatchWithStore(provider, 1) { (state, store) =>
         assert(!inputSchemas.indices.map(Layout2Migration.rowFamily)
-            .exists(SparkInternals.hasColumnFamily(store, _)), "the layout 2 families are dropped")
+            .exists(StateStoreShim.hasColumnFamily(store, _)), "the layout 2 families are dropped")
         assert(state.rowCounts == Seq(3L, 1L, 0L))
         assert(rowPositions(state, store, 0, 1) == Map(1 -> ((0L, 0L)), 3 -> ((0L, 3L))))
         assert(earlierAndAdded(rowsOf(state, 1, 1)) == ((Seq(4), Nil)))
@@ -607,7 +608,8 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
     def test(provider: StateStoreProvider): Unit = {
       def ttlManager(store: StateStore, batch: Long, storedAtMs: Long) = new MultiJoinStateManager(
         store, keySchema, inputSchemas, timeOrdinals, batch, Long.MaxValue, Some(storedAtMs),
-        if (isInMemory(store)) StateLayout.OneValuePerKey else StateLayout.ColumnFamilies,
+        if (isInMemory(store)) StateLayoutVersion.OneValuePerKey
+        else StateLayoutVersion.ColumnFamilies,
         storeTimesOf = Set(0, 2))
       val first = provider.getStore(0)
       val batch0 = ttlManager(first, 0, storedAtMs = 1000)

@@ -1,0 +1,18 @@
+package org.apache.spark.sql.multijoin
+
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow
+import org.apache.spark.unsafe.types.{GeographyVal, GeometryVal}
+
+/**
+ * The getters of a row whose column `i` is column `sourceOrdinal(i)` of `sourceRow(i)` that
+ * InternalRow has on some Spark lines only; the row forwards the rest itself. Spark 4.1 has
+ * geospatial getters, which 4.2 removed.
+ */
+trait RowGettersLineShim extends InternalRow {
+  protected def sourceRow(i: Int): UnsafeRow
+  protected def sourceOrdinal(i: Int): Int
+
+  override def getGeography(i: Int): GeographyVal = sourceRow(i).getGeography(sourceOrdinal(i))
+  override def getGeometry(i: Int): GeometryVal = sourceRow(i).getGeometry(sourceOrdinal(i))
+}
