@@ -21,7 +21,7 @@ import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.SQLMetric
 import org.apache.spark.sql.execution.streaming.operators.stateful.{SchemaValidationUtils, StateStoreWriter, StatefulOperatorCustomMetric, StatefulOperatorStateInfo}
 import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, OperatorStateMetadata, StateSchemaValidationResult, StateStore, StateStoreColFamilySchema, StateStoreOps}
-import org.apache.spark.sql.multijoin.{MultiJoinConf, RealTimeModeShim, StateStoreShim}
+import org.apache.spark.sql.multijoin.{MultiJoinConf, RealTimeModeShim, StateSchemaWrite, StateStoreShim}
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -178,9 +178,10 @@ case class StreamingMultiJoinExec(
       stateSchemaVersion: Int): List[StateSchemaValidationResult] = {
     metadataFile.checkRestart(hadoopConf, batchId, operatorProperties)
     // Spark passes its default schema format, which predates column families; ours need 3.
-    RealTimeModeShim.validateAndWriteStateSchema(this, hadoopConf, batchId,
-      ColumnFamilySchemaFormat, getStateInfo, stateSchemaDirPath(), session,
-      batch.exists(_.realTime))
+    RealTimeModeShim.validateAndWriteStateSchema(this,
+      StateSchemaWrite(hadoopConf, batchId,
+        ColumnFamilySchemaFormat, getStateInfo, stateSchemaDirPath(), session,
+        batch.exists(_.realTime)))
   }
 
   private val ColumnFamilySchemaFormat = 3

@@ -1,10 +1,6 @@
 package org.apache.spark.sql.multijoin
 
-import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.Path
-
-import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.execution.streaming.operators.stateful.{SchemaValidationUtils, StatefulOperatorStateInfo}
+import org.apache.spark.sql.execution.streaming.operators.stateful.SchemaValidationUtils
 import org.apache.spark.sql.execution.streaming.state.StateSchemaValidationResult
 
 /** What real-time mode (`trigger(realTime=...)`) gives the multi-join, on 4.1 and 4.2. */
@@ -16,15 +12,10 @@ private[multijoin] trait RealTimeModeLineShim {
       "batch pipelines its shuffles from Spark 4.3 on); run the query with another trigger, or " +
       "on Spark 4.3")
 
-  /** Spark's validation and writing of `operator`'s state schema (format `version`). */
+  /** Spark's validation and writing of `operator`'s state schema. */
   def validateAndWriteStateSchema(
       operator: SchemaValidationUtils,
-      hadoopConf: Configuration,
-      batchId: Long,
-      version: Int,
-      info: StatefulOperatorStateInfo,
-      schemaDir: Path,
-      session: SparkSession,
-      realTime: Boolean): List[StateSchemaValidationResult] =
-    operator.validateAndWriteStateSchema(hadoopConf, batchId, version, info, schemaDir, session)
+      write: StateSchemaWrite): List[StateSchemaValidationResult] =
+    operator.validateAndWriteStateSchema(write.hadoopConf, write.batchId, write.version,
+      write.info, write.schemaDir, write.session)
 }
