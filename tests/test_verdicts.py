@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from spark_multijoin._config import ENABLED_KEY
+from spark_multijoin._session_conf import ENABLED_KEY
 from spark_multijoin._jars import bundled_jars
 from spark_multijoin._verdicts import (
     TEMPLATES_RESOURCE,

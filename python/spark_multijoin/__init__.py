@@ -11,7 +11,7 @@ FILE.sql`), which plans it on a local session and reads the rule's verdicts.
 """
 
 from spark_multijoin._advisor import Verdict, advise
-from spark_multijoin._config import MultiJoinConfig, multi_join
+from spark_multijoin._session_conf import MultiJoinConfig, multi_join
 from spark_multijoin._configure import (
     EXTENSION_CLASS,
     ROCKSDB_PROVIDER,

@@ -16,7 +16,7 @@ from typing import Mapping
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
-from spark_multijoin._config import ENABLED_KEY
+from spark_multijoin._session_conf import ENABLED_KEY
 from spark_multijoin._configure import EXTENSION_CLASS, configure_spark_with_multijoin
 from spark_multijoin._advisor._sql import SqlError
 
