@@ -17,7 +17,7 @@ from scripts.bench.runners import run_mode
 from scripts.bench.scale_report import scale_markdown, scale_ratios
 from scripts.bench.soak_report import decile_summary, flatness
 from scripts.bench.workloads import inputs, outer_star, workloads
-from spark_multijoin._config import ENABLED_KEY
+from spark_multijoin._session_conf import ENABLED_KEY
 from support.metrics import progress_key
 from support.runs import session_conf
 

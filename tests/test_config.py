@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from pyspark.errors import IllegalArgumentException, SparkRuntimeException
 
-from spark_multijoin import multi_join
-from spark_multijoin._config import ENABLED_KEY, MAX_TABLES_KEY, STATE_TTL_KEY
+from spark_multijoin import MultiJoinConfig, multi_join
+from spark_multijoin import _session_conf
+from spark_multijoin._session_conf import ENABLED_KEY, MAX_TABLES_KEY, STATE_TTL_KEY
 from spark_multijoin.testing import join_on_k
 from support.generators import keyed_inputs
+from support.modules import load_module
 from support.runs import explain, session_conf
+
+CONF_VIEW = load_module(Path(__file__).resolve().parent.parent / "scripts" / "conf_view.py")
 
 BAD_VALUES = [
     (MAX_TABLES_KEY, "2", "at least 3"),
@@ -28,6 +35,18 @@ def test_python_keys_are_the_extensions_keys(spark):
     entries = spark._jvm.org.apache.spark.sql.multijoin.MultiJoinConf.entries()
     keys = [entries.apply(index).key() for index in range(entries.size())]
     assert keys == [ENABLED_KEY, MAX_TABLES_KEY, STATE_TTL_KEY]
+
+
+def test_the_installed_view_is_generated_from_the_jars_conf_object(spark):
+    """The build generated the typed view from the conf object of the jar it ships."""
+    description = json.loads(
+        spark._jvm.org.apache.spark.sql.multijoin.MultiJoinConf.description())
+    assert [entry["key"] for entry in description["entries"]] == [
+        ENABLED_KEY, MAX_TABLES_KEY, STATE_TTL_KEY]
+    assert Path(_session_conf.__file__).read_text() == CONF_VIEW.render(description)
+    docs = {entry["key"]: entry["doc"] for entry in description["entries"]}
+    assert " ".join(MultiJoinConfig.max_tables.__doc__.split()).startswith(
+        docs[MAX_TABLES_KEY])
 
 
 @pytest.mark.parametrize("key, value, allowed", BAD_VALUES)

@@ -16,7 +16,7 @@ from spark_multijoin import (
     configure_spark_with_multijoin,
     jar_path,
 )
-from spark_multijoin._configure import (
+from spark_multijoin._builder import (
     CHANGELOG_CHECKPOINTING,
     CHECKPOINT_FILE_MANAGER,
     EXPLAIN_GENERATOR_CLASS,
@@ -77,7 +77,7 @@ def test_the_package_carries_a_jar_per_supported_line_and_is_typed():
     assert Path(jar_path()).is_file() and Path(jar_path()).parent == package / "jars"
     assert (package / "py.typed").is_file()
     assert set(spark_multijoin.__all__) >= {"configure_spark_with_multijoin", "multi_join",
-                                            "read_state"}
+                                            "read_state", "fusion_report"}
 
 
 def test_session_has_the_extension(spark):

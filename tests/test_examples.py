@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from spark_multijoin._advisor import advise_sources
-from spark_multijoin._config import ENABLED_KEY
+from spark_multijoin._session_conf import ENABLED_KEY
 from support.modules import load_module
 from support.runs import session_conf
 

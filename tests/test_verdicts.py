@@ -8,9 +8,9 @@ import zipfile
 
 import pytest
 
-from spark_multijoin._config import ENABLED_KEY
+from spark_multijoin._session_conf import ENABLED_KEY
 from spark_multijoin._jars import bundled_jars
-from spark_multijoin._verdicts import (
+from spark_multijoin._fusion_report import (
     TEMPLATES_RESOURCE,
     fill_template,
     fusion_report,

@@ -14,11 +14,10 @@ from pathlib import Path
 import pytest
 from py4j.protocol import Py4JJavaError
 
-from spark_multijoin import Verdict, advise
+from spark_multijoin import Verdict, advise, fusion_report
 from spark_multijoin._advisor import advise_sources
 from spark_multijoin._advisor._sql import statements
-from spark_multijoin._config import ENABLED_KEY, MAX_TABLES_KEY
-from spark_multijoin._verdicts import fusion_report
+from spark_multijoin._session_conf import ENABLED_KEY, MAX_TABLES_KEY
 from support.generators import SQL_INPUTS, SqlChain, random_sql_chain, sql_input_schema
 from support.runs import session_conf
 

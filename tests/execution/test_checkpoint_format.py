@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from pyspark.errors import StreamingQueryException
 
-from spark_multijoin._config import ENABLED_KEY
-from spark_multijoin._verdicts import fusion_report
+from spark_multijoin import fusion_report
+from spark_multijoin._session_conf import ENABLED_KEY
 from spark_multijoin.testing import Inputs, join_on_k
 from support.runs import (CHECKPOINT_FORMAT_KEY, batch_rows, committed_checkpoint_ids,
                           run_to_parquet, session_conf)

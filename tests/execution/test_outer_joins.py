@@ -12,7 +12,7 @@ import random
 import pytest
 from pyspark.sql import functions as F
 
-from spark_multijoin._config import ENABLED_KEY
+from spark_multijoin._session_conf import ENABLED_KEY
 from spark_multijoin.testing import Inputs, timestamp, timestamp_value
 from support.generators import (DELAY, FAR_FUTURE_SECONDS, add_late_rows, bounded_chain,
                                 random_outer_tree, timed_inputs)

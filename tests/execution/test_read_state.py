@@ -8,7 +8,7 @@ import pytest
 from pyspark.errors import IllegalArgumentException
 
 from spark_multijoin import read_state
-from spark_multijoin._config import STATE_TTL_KEY
+from spark_multijoin._session_conf import STATE_TTL_KEY
 from spark_multijoin.testing import join_on_k
 from support.generators import keyed_inputs
 from support.runs import STATE_STORES, run_to_parquet, session_conf

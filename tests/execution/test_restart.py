@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 from pyspark.errors import StreamingQueryException
 
-from spark_multijoin._config import STATE_TTL_KEY
+from spark_multijoin._session_conf import STATE_TTL_KEY
 from spark_multijoin.testing import Inputs, join_on_k
 from support.generators import keyed_inputs
 from support.metrics import progress_key

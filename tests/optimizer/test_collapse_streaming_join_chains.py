@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from spark_multijoin._config import ENABLED_KEY
+from spark_multijoin._session_conf import ENABLED_KEY
 from spark_multijoin.testing import join_on_k
 from support.generators import keyed_inputs, mixed_key_chain
 from support.runs import batch_rows, explain, run_chain_and_multi, run_stream, session_conf

@@ -17,7 +17,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from spark_multijoin import configure_spark_with_multijoin
-from spark_multijoin._config import ENABLED_KEY
+from spark_multijoin._session_conf import ENABLED_KEY
 from spark_multijoin.testing import Inputs, join_on_k
 
 SCHEMAS = ["k INT, v0 INT", "k INT, v1 INT", "k INT, v2 INT"]

@@ -23,7 +23,7 @@ from typing import Callable, Iterator
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from spark_multijoin._config import ENABLED_KEY, MAX_TABLES_KEY
+from spark_multijoin._session_conf import ENABLED_KEY, MAX_TABLES_KEY
 from spark_multijoin.testing import Inputs
 from support.metrics import progress_key
 

@@ -15,8 +15,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from spark_multijoin import configure_spark_with_multijoin, multi_join
-from spark_multijoin._verdicts import fusion_report
+from spark_multijoin import configure_spark_with_multijoin, fusion_report, multi_join
 
 NAMES = ["orders", "payments", "shipments"]
 

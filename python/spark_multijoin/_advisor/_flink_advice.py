@@ -19,7 +19,6 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 from sqlglot.tokens import TokenType
 
-from spark_multijoin._advisor import SqlError, StatementAdvice, advise_sources
 from spark_multijoin._advisor._flink import Flink
 from spark_multijoin._advisor._flink_translate import (
     RUNTIME_MODE,
@@ -30,6 +29,8 @@ from spark_multijoin._advisor._flink_translate import (
     translate_query,
 )
 from spark_multijoin._advisor._report import report
+from spark_multijoin._advisor._spark_advice import StatementAdvice, advise_spark_sources
+from spark_multijoin._advisor._sql import SqlError
 
 __all__ = ["FlinkStatementAdvice", "advise_flink_sources", "flink_report"]
 
@@ -186,8 +187,9 @@ def advise_flink_sources(sources: Sequence[tuple[str, str]], *,
         items += read
     tables = {name: table.columns for name, table in job.tables.items()}
     try:
-        advice = advise_sources(spark_sources, streaming=list(streaming or ()), dialect="spark",
-                                conf=spark_conf_given, schema={**tables, **(schema or {})})
+        advice = advise_spark_sources(spark_sources, streaming=list(streaming or ()),
+                                      dialect="spark", conf=spark_conf_given,
+                                      schema={**tables, **(schema or {})})
     except SqlError as error:
         raise SqlError(_located(str(error), starts)) from error
     advised = {location: item for location, item in starts.items() if item.advised}

@@ -1,5 +1,5 @@
 """Planning each statement on a local Spark session with the extension, and reading the rule's
-verdicts on it (`spark_multijoin._verdicts.fusion_report`).
+verdicts on it (`spark_multijoin.fusion_report`).
 
 The advisor takes a session of its own from the active one where that has the extension (so a
 process that runs Spark already, a test suite say, starts no second JVM), or else starts a
@@ -16,9 +16,9 @@ from typing import Mapping
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
-from spark_multijoin._config import ENABLED_KEY
-from spark_multijoin._configure import EXTENSION_CLASS, configure_spark_with_multijoin
 from spark_multijoin._advisor._sql import SqlError
+from spark_multijoin._builder import EXTENSION_CLASS, configure_spark_with_multijoin
+from spark_multijoin._session_conf import ENABLED_KEY
 
 # Planning takes one core and no UI; the quick compiler alone warms up sooner for a few plans.
 _LOCAL_SESSION = {
@@ -109,7 +109,7 @@ class Planner:
         self._set = set(wanted)
 
     def fusion_report(self, frame: DataFrame) -> dict:
-        from spark_multijoin._verdicts import fusion_report
+        from spark_multijoin._fusion_report import fusion_report
 
         return fusion_report(frame)
 

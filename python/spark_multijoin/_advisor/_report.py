@@ -6,7 +6,7 @@ import textwrap
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from spark_multijoin._advisor import StatementAdvice
+    from spark_multijoin._advisor._spark_advice import StatementAdvice
     from spark_multijoin._advisor._verdict import Verdict
 
 _WIDTH = 100

@@ -9,7 +9,7 @@ import org.apache.spark.sql.multijoin.CatalystShim
 
 /**
  * What the rule decides about a DataFrame, for callers outside the JVM: the Python advisor
- * calls [[FusionReport.json]] through py4j (`spark_multijoin._verdicts.fusion_report`).
+ * calls [[FusionReport.json]] through py4j (`spark_multijoin.fusion_report`).
  *
  * The JSON it returns:
  * {{{

@@ -5,6 +5,8 @@ import io.github.sparkmultijoin.ttl.StateTtl
 import org.apache.spark.internal.config.{ConfigBuilder, ConfigEntry}
 import org.apache.spark.network.util.ByteUnit
 import org.apache.spark.sql.internal.SQLConf
+import org.json4s.{JArray, JNull, JObject, JString}
+import org.json4s.jackson.JsonMethods.{pretty, render}
 
 /**
  * The extension's configuration: each entry declared once, here.
@@ -17,13 +19,30 @@ import org.apache.spark.sql.internal.SQLConf
  * registers the alias as an internal entry, with the same type and checks.
  *
  * It lives in a Spark package only because Spark's config builder is Spark-private.
+ *
+ * The Python package's typed view of the settings (`multi_join(spark)`) is generated from
+ * [[description]] when the package is built (scripts/conf_view.py, run by setup.py), so each
+ * documented entry also says what it takes ([[Takes]]).
  */
 object MultiJoinConf {
+
+  /**
+   * What a documented entry takes: the type of its values (`boolean`, `int` or `string`) and, for
+   * the other types, which values it allows, in words that finish "takes ...".
+   */
+  final case class Takes(valueType: String, words: String)
+
+  private val TakesBoolean = Takes("boolean", "true or false")
+
+  private val AtLeastThree = "an integer of at least 3"
+
+  /** What each documented entry takes, by key, in the order they are declared. */
+  private val takes = scala.collection.mutable.LinkedHashMap.empty[String, Takes]
 
   /** The version of spark-multijoin in which the entries below first appeared. */
   private val Since = "0.1.0"
 
-  val ENABLED: ConfigEntry[Boolean] = withAlias("multi-join.enabled",
+  val ENABLED: ConfigEntry[Boolean] = withAlias("multi-join.enabled", TakesBoolean,
     "When true, chains of three or more streaming joins (inner, and left, right or full outer " +
       "with event-time bounds) on one shared key run as one StreamingMultiJoin operator that " +
       "keeps only the input rows in state. Read when a streaming query starts; a query keeps the " +
@@ -31,19 +50,21 @@ object MultiJoinConf {
     _.booleanConf.createWithDefault(false)
   }
 
-  val MAX_TABLES: ConfigEntry[Option[Int]] = withAlias("multi-join.max-tables",
+  val MAX_TABLES: ConfigEntry[Option[Int]] = withAlias(
+    "multi-join.max-tables", Takes("int", AtLeastThree),
     "The most inputs one StreamingMultiJoin takes. A longer chain is split, left to right, into " +
       "several multi-joins of at most this many inputs each; the later ones then store the " +
       "output of the earlier ones as Spark's chain does, and a last input left over is joined " +
       "by Spark's own join. Unset means no limit.") {
     _.intConf
       .checkValue(_ >= 3,
-        "must be an integer of at least 3 (a multi-join of two inputs would save nothing over " +
+        s"must be $AtLeastThree (a multi-join of two inputs would save nothing over " +
           "Spark's join of two); unset it for no limit.")
       .createOptional
   }
 
-  val STATE_TTL: ConfigEntry[Option[String]] = withAlias("multi-join.state-ttl",
+  val STATE_TTL: ConfigEntry[Option[String]] = withAlias(
+    "multi-join.state-ttl", Takes("string", StateTtl.Examples),
     "How long, in processing time, a multi-join keeps an input row: a row stored by a " +
       "micro-batch that started longer ago than this is dropped at the start of a later one " +
       "and joins nothing after. This changes the answer: rows that would have matched after " +
@@ -77,9 +98,10 @@ object MultiJoinConf {
    * The alias is registered as an internal entry of the same declaration, so that a value set
    * under it is validated and an error names the key that was set.
    */
-  private def withAlias[T](key: String, doc: String)(
+  private def withAlias[T](key: String, what: Takes, doc: String)(
       typed: ConfigBuilder => ConfigEntry[T]): ConfigEntry[T] = {
     val alias = s"spark.$key"
+    takes(key) = what
     typed(SQLConf.buildConf(alias).internal().doc(s"Alias of $key.").version(Since))
     typed(SQLConf.buildConf(key).withAlternative(alias).doc(doc).version(Since))
   }
@@ -111,6 +133,37 @@ object MultiJoinConf {
     }
     (header ++ rows).mkString("\n")
   }
+
+  /**
+   * The documented entries as JSON, for the build to generate the Python view from:
+   * {{{
+   * {"entries": [                      // as `entries` orders them
+   *   {"key": "multi-join.max-tables",
+   *    "alternatives": ["spark.multi-join.max-tables"],
+   *    "type": "int",                  // boolean, int or string
+   *    "takes": "an integer of at least 3",
+   *    "default": null,                // the default as Spark writes it; null: none
+   *    "since": "0.1.0",
+   *    "doc": "The most inputs ..."}
+   * ]}
+   * }}}
+   */
+  def description: String = pretty(render(JObject("entries" -> JArray(entries.toList.map {
+    entry =>
+      val what = takes(entry.key)
+      JObject(
+        "key" -> JString(entry.key),
+        "alternatives" -> JArray(entry.alternatives.map(JString(_))),
+        "type" -> JString(what.valueType),
+        "takes" -> JString(what.words),
+        "default" ->
+          entry.defaultValue.map(_ => JString(entry.defaultValueString)).getOrElse(JNull),
+        "since" -> JString(entry.version),
+        "doc" -> JString(entry.doc))
+  }))))
+
+  /** Prints [[description]]: what scripts/conf_view.py runs with the jar and Spark's jars. */
+  def main(args: Array[String]): Unit = println(description)
 
   /**
    * Registers the entries with SQLConf. Initializing this object does it; the extension calls
