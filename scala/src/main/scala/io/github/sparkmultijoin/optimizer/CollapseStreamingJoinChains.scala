@@ -117,8 +117,8 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
    * where it is a join, its condition. Why those too: later rules may replace the top node by a
    * copy without its tags (RemoveRedundantAliases copies every Join), while a multi-join, and a
    * condition no rule rewrites, stay the same objects, or are rewritten by transforms, which copy
-   * tags. A multi-join's own verdict stays: the optimizer runs the rule again over its output,
-   * and a join kept above a multi-join is judged then, as a chain of its own.
+   * tags. A multi-join's own verdict stays where a join of the plan above it is judged as a
+   * chain of its own.
    */
   private def tagged(plan: LogicalPlan, verdicts: Seq[FusionVerdict]): LogicalPlan = {
     plan.setTagValue(Tag, verdicts)
@@ -134,7 +134,18 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
     plan
   }
 
-  /** Every chain of `plan` collapsed where it can be, top down, with the verdicts on each. */
+  /**
+   * Every chain of `plan` collapsed where it can be, top down, with the verdicts on each.
+   *
+   * The walk goes on into the plan that replaces a chain, for the joins inside its inputs; the
+   * joins of Spark that plan puts above its multi-joins (to its static inputs, its inputs off the
+   * key, another group's multi-join, the input max-tables leaves over) are not judged again: they
+   * are the chain's, and its COLLAPSED verdict already says which inputs they join and why.
+   * Judged as a chain of their own, they would be reported as one more chain, of a multi-join's
+   * output and the chain's own inputs, that "stays as Spark planned it". They carry the chain's
+   * verdicts instead, and so do their conditions: those are the query's own expressions, which
+   * may still carry the verdicts of an earlier plan of the query (with the conf off, say).
+   */
   private def collapseAll(
       plan: LogicalPlan,
       eligibility: Eligibility,
@@ -143,11 +154,21 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
     val nextOperatorId = Iterator.iterate(FirstOperatorId)(_ + 1)
     val readOf = columnsRead(plan)
     val names = new InputNames(plan)
+    // The joins the rule assembled around its multi-joins, by identity.
+    val assembled = java.util.Collections.newSetFromMap(
+      new java.util.IdentityHashMap[LogicalPlan, java.lang.Boolean]())
     val rewritten = plan.transformDown {
+      case join: Join if assembled.contains(join) => join
       case join: Join if isStreamingChainJoin(join) =>
         val read = Option(readOf.get(join)).getOrElse(join.outputSet)
         collapse(join, read, nextOperatorId, eligibility, ttls, names) match {
-          case Right((collapsed, said)) => verdicts ++= said; tagged(collapsed, said)
+          case Right((collapsed, inputs, said)) =>
+            verdicts ++= said
+            joinsAbove(collapsed, inputs).foreach { built =>
+              assembled.add(built)
+              tagged(built, said)
+            }
+            tagged(collapsed, said)
           case Left(kept) => verdicts += kept; tagged(join, Seq(kept))
         }
       case join @ Join(left, right, joinType, _, _) if left.isStreaming && right.isStreaming =>
@@ -156,6 +177,17 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
     }
     (rewritten, verdicts.toSeq)
   }
+
+  /** The joins of `plan` outside its `inputs` (by identity). */
+  private def joinsAbove(plan: LogicalPlan, inputs: Seq[LogicalPlan]): Seq[Join] =
+    if (inputs.exists(_ eq plan)) Nil
+    else {
+      val here = plan match {
+        case join: Join => Seq(join)
+        case _ => Nil
+      }
+      here ++ plan.children.flatMap(joinsAbove(_, inputs))
+    }
 
   /**
    * The columns the plan reads of each join's output, by the Project above it, by identity.
@@ -173,8 +205,9 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
   }
 
   /**
-   * `join` collapsed with the chain below it, with the verdicts on it; or why it stays as Spark
-   * planned it. `read` are the columns of its output the plan above it reads.
+   * `join` collapsed with the chain below it, with the chain's inputs and the verdicts on it; or
+   * why it stays as Spark planned it. `read` are the columns of its output the plan above it
+   * reads.
    */
   private def collapse(
       join: Join,
@@ -182,7 +215,8 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
       nextOperatorId: Iterator[Long],
       eligibility: Eligibility,
       ttls: StateTtls,
-      names: InputNames): Either[FusionVerdict, (LogicalPlan, Seq[FusionVerdict])] =
+      names: InputNames)
+      : Either[FusionVerdict, (LogicalPlan, Seq[LogicalPlan], Seq[FusionVerdict])] =
     if (!continuesChain(join)) {
       Left(NondeterministicCondition(join.condition.map(_.sql).getOrElse("")))
     } else {
@@ -197,7 +231,7 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
         val (joined, operatorIds) = assembled
         val (withTtls, ttlsNotApplied) = ttls.applied(joined, names)
         val fused = collapsed(chain, groups, operatorIds, eligibility)
-        (PlanAssembly.withOutputOf(join, named(withTtls, names), chain),
+        (PlanAssembly.withOutputOf(join, named(withTtls, names), chain), chain.inputs,
           unboundedInputs(withTtls, names) ++ ttlsNotApplied ++ (fused +: madeInner))
       }
     }

@@ -190,6 +190,33 @@ class CollapseStreamingJoinChainsSuite extends MultiJoinSuiteBase {
           note.contains("[k9, v9] is static")), notes(frame))
   }
 
+  test("Spark's joins the rule puts above its multi-joins are the chain's, and not judged again") {
+    import FusionVerdict._
+    def verdicts(frame: DataFrame) = withMultiJoin(enabled = true) {
+      CollapseStreamingJoinChains.rewrite(optimized(frame, enabled = false))._2
+    }
+    val Seq(a, b, c, d, e, f) = keyed(6)
+    val static = Seq((1, 1)).toDF("k9", "v9")
+    // A static input in the middle of a, b and c, and d on another column above them: one
+    // verdict, COLLAPSED, which names both as joined by Spark; no chain of the multi-join and d.
+    val offKey = a.join(b, onKeys(1, 0)).join(static, col("k9") === col("k1"))
+      .join(c, onKeys(2, 0)).join(d, col("v3") === col("v0"))
+    val Seq(Collapsed(Seq(group), Seq(StaticInput(dim), OffTheKey(other)), false)) =
+      verdicts(offKey)
+    assert(group.inputs.map(_.columns.head) == Seq("k0", "k1", "k2"))
+    assert(dim.columns == Seq("k9", "v9") && other.columns == Seq("k3", "v3"))
+    // Two groups (a, b, c on k and d, e, f on v, linked on k3) joined by Spark's join, and the
+    // input max-tables leaves over: one verdict each too.
+    def onValues(j: Int, p: Int) = col(s"v$p") === col(s"v$j")
+    val twoGroups = chain(Seq(a, b, c)).join(d, col("k3") === col("v0"))
+      .join(e, onValues(4, 3)).join(f, onValues(5, 3))
+    val Seq(Collapsed(Seq(_, _), Nil, false)) = verdicts(twoGroups)
+    withConf(MultiJoinConf.MAX_TABLES.key -> "4") {
+      val Seq(Collapsed(Seq(five), Nil, false)) = verdicts(chain(Seq(a, b, c, d, e)))
+      assert(five.operatorIds.length == 1 && five.inputs.length == 5, five)
+    }
+  }
+
   test("each group of three or more streaming inputs on a key fuses into a multi-join of its own") {
     // Input i: columns k<i>, v<i>, w<i>. a, b, c on k and d, e, f on v, interleaved, a static
     // input between them, and a and d linked on w.

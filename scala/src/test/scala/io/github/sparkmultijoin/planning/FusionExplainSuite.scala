@@ -94,7 +94,7 @@ class FusionExplainSuite extends MultiJoinSuiteBase {
     assert(section(printed(frame.explain())).isEmpty, "without the provider set")
   }
 
-  test("a multi-join keeps its verdict when the optimizer judges Spark's join above it again") {
+  test("a multi-join keeps its verdict, and Spark's join above it is its chain's") {
     Seq("orders", "payments", "shipments", "reviews", "customers").zipWithIndex.foreach {
       case (view, i) => stream[(Int, Int)]("order_id", s"v$i").createOrReplaceTempView(view)
     }
@@ -106,6 +106,22 @@ class FusionExplainSuite extends MultiJoinSuiteBase {
     val messages = ruleMessages(frame)
     assert(messages.exists(_.startsWith("Collapsed")), messages)
     val Some(explained) = section(withExplained(printed(frame.explain())))
+    messages.foreach(message => assert(explained.contains(message), explained))
+  }
+
+  test("EXPLAIN shows Spark's joins above a multi-join in its chain's section, not as another") {
+    val Seq(t1, t2, t3, t4) = named("t1", "t2", "t3", "t4")
+    val dim = Seq((1, 1)).toDF("k9", "v9").alias("dim")
+    // Three streams on k, a static table in the middle of them, a stream on v above.
+    val frame = t1.join(t2, col("k1") === col("k0")).join(dim, col("k9") === col("k1"))
+      .join(t3, col("k2") === col("k0")).join(t4, col("v3") === col("v0"))
+    val Some(explained) = section(withExplained(printed(frame.explain())))
+    assert(explained.linesIterator.count(_.startsWith("Streaming join chain")) == 1, explained)
+    assert(!explained.contains("join of two inputs"), explained)
+    assert(explained.contains("dim is static") && explained.contains("t4 does not share the key"),
+      explained)
+    val messages = ruleMessages(frame)
+    assert(messages.length == 1 && messages.head.startsWith("Collapsed"), messages)
     messages.foreach(message => assert(explained.contains(message), explained))
   }
 
