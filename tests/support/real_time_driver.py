@@ -9,7 +9,8 @@ ROUNDS.json holds rounds of ints per input (a row's `k` is its int modulo 5, its
 The memory streams live in this process, so a restarted driver adds the same rounds again, in the
 same order, for the checkpoint's offsets to mean the same rows: the first ADDED rounds before the
 query starts, then each further round once the checkpoint has committed as many batches as the
-rounds added. It runs until killed.
+rounds added (a round need not be its batch's: a long batch ends on time, read or not). It runs
+until killed.
 """
 
 from __future__ import annotations
