@@ -4,17 +4,24 @@ line, and puts the jars in the package.
 Everything else about the package is declared in pyproject.toml.
 """
 
+import importlib.util
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT / "scripts"))
-from spark_jars import spark_lines  # noqa: E402
+
+
+def spark_lines() -> dict[str, str]:
+    """The supported Spark lines, as scripts/spark_jars.py reads them from pyproject.toml (loaded
+    from its file: the build's import path has no `scripts`)."""
+    spec = importlib.util.spec_from_file_location("spark_jars", ROOT / "scripts" / "spark_jars.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.spark_lines()
 
 
 class BuildPyWithJars(build_py):

@@ -7,16 +7,17 @@ import json
 
 import pytest
 
-from scripts.bench import metrics
-from scripts.bench.benchmark import chain_ratios, run_benchmark
-from scripts.bench.breakdown import batch_cost
-from scripts.bench.chart import orders_of_magnitude_apart
-from scripts.bench.latency import summary
-from scripts.bench.report import breakdown_markdown, chain_cells, chain_v4_markdown
-from scripts.bench.runners import run_mode
-from scripts.bench.scale_report import scale_markdown, scale_ratios
-from scripts.bench.soak_report import decile_summary, flatness
-from scripts.bench.workloads import inputs, outer_star, workloads
+from bench import metrics
+from bench.benchmark import chain_ratios, run_benchmark
+from bench.breakdown import batch_cost
+from bench.chart import orders_of_magnitude_apart
+from bench.latency import summary
+from bench.report import breakdown_markdown, chain_cells, chain_v4_markdown
+from bench.runners import run_mode
+from bench.scale_report import scale_markdown, scale_ratios
+from bench.soak_report import decile_summary, flatness
+from bench.workload import inputs
+from bench.workloads import outer_star, workloads
 from spark_multijoin._config import ENABLED_KEY
 from support.metrics import progress_key
 from support.runs import session_conf
@@ -92,7 +93,7 @@ def test_outer_star_fuses_into_one_multi_join_with_the_batch_querys_answer(spark
 
 
 def test_benchmark_names_the_multi_join_metrics_as_the_registry_does(spark):
-    """scripts/bench/metrics.py spells the names it reads from progress; they must be the
+    """bench/metrics.py spells the names it reads from progress; they must be the
     registry's, so that renaming a metric there breaks here rather than blanking a column."""
     assert metrics.MULTI_JOIN_METRICS == (progress_key(spark, "NUM_KEY_READS"),
                                           progress_key(spark, "KEY_READ_TIME_MS"))
