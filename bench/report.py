@@ -228,5 +228,5 @@ def breakdown_markdown(breakdown: list[dict]) -> str:
              "| --- | --- |" + " ---: |" * len(columns)]
     for row in breakdown:
         lines.append(f"| {row['workload']} | {row['query']} | "
-                     + " | ".join(f"{row[key]:,.0f}" for key, _ in columns) + " |")
+                     + " | ".join(f"{row[metrics.key(key)]:,.0f}" for key, _ in columns) + " |")
     return "\n".join(lines) + "\n"

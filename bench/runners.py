@@ -37,7 +37,7 @@ def run_mode(spark: SparkSession, workload: Workload, folder: Path, enabled: boo
     query.awaitTermination()
     wall = time.perf_counter() - started
     progress = [json.loads(p.json) for p in query.recentProgress]
-    return {"multi_join_in_plan": metrics.MULTI_JOIN_NODE in query._jsq.explainInternal(False),
+    return {"multi_join_in_plan": metrics.ran_multi_join(progress),
             "output_rows": metrics.output_rows(progress),
             "wall_seconds": round(wall, 2),
             **batch_metrics(progress, workload.input_rows / wall),

@@ -114,8 +114,8 @@ def batch_record(p: dict, rss: float | None) -> dict:
             "input_rows": p["numInputRows"], "output_rows": p["sink"]["numOutputRows"],
             "state_rows": metrics.state_rows(p),
             "stored_reads": metrics.state_metric(p, "rocksdbGetCount"),
-            "key_reads": metrics.state_metric(p, metrics.MULTI_JOIN_METRICS[0]),
-            "state_memory_bytes": metrics.state_metric(p, "memoryUsedBytes"),
+            "key_reads": metrics.state_metric(p, metrics.KEY_READS),
+            "state_memory_bytes": metrics.state_metric(p, metrics.STATE_MEMORY),
             "state_sst_bytes": metrics.state_metric(p, "rocksdbSstFileSize"),
             "rss_mb": rss, **batch_split(p)}
 
