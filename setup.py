@@ -5,18 +5,28 @@ the conf object in the jar (scripts/conf_view.py).
 Everything else about the package is declared in pyproject.toml.
 """
 
+import importlib.util
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
-sys.path.insert(0, str(ROOT / "scripts"))
-import conf_view  # noqa: E402
-from spark_jars import spark_lines  # noqa: E402
+
+
+def _script(name: str):
+    """The module of scripts/<name>.py, loaded from its file: the build's import path has no
+    `scripts`."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+conf_view = _script("conf_view")
+spark_jars = _script("spark_jars")
 
 
 class BuildPyWithJars(build_py):
@@ -31,10 +41,10 @@ class BuildPyWithJars(build_py):
         jars = Path(self.build_lib) / "spark_multijoin" / "jars"
         shutil.rmtree(jars, ignore_errors=True)  # an earlier build's jars, of lines since dropped
         jars.mkdir(parents=True)
-        for line in spark_lines():
+        for line in spark_jars.spark_lines():
             jar = ROOT / "target" / "jars" / f"spark-multijoin_{line}_2.13.jar"
             shutil.copy2(jar, jars / jar.name)
-        conf_view.write(Path(self.build_lib) / "spark_multijoin" / conf_view.MODULE)
+        conf_view.write(Path(self.build_lib) / "spark_multijoin" / conf_view.MODULE, spark_jars)
 
 
 setup(cmdclass={"build_py": BuildPyWithJars})

@@ -26,19 +26,16 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import sys
 import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from kafka_delta.broker import KafkaBroker  # noqa: E402
-from kafka_delta.checks import passed, report, summary  # noqa: E402
-from kafka_delta.driver import Files, run_until_stopped  # noqa: E402
-from kafka_delta.events import TOPICS, EventProducer, Scenario  # noqa: E402
-from kafka_delta.move import run_move  # noqa: E402
-from kafka_delta.pipeline import compare, spark_session  # noqa: E402
+from kafka_delta.broker import KafkaBroker
+from kafka_delta.checks import passed, report, summary
+from kafka_delta.driver import Files, run_until_stopped
+from kafka_delta.events import TOPICS, EventProducer, Scenario
+from kafka_delta.move import run_move
+from kafka_delta.pipeline import compare, spark_session
 
 # The example's maxOffsetsPerTrigger per topic: the events take many micro-batches.
 EXAMPLE_MAX_OFFSETS = 40

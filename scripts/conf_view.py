@@ -20,10 +20,8 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import ModuleType
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from spark_jars import ROOT, jars_of, spark_lines  # noqa: E402
 
 MODULE = "_session_conf.py"
 CONF_CLASS = "org.apache.spark.sql.multijoin.MultiJoinConf"
@@ -171,21 +169,25 @@ def render(description: dict[str, Any]) -> str:
     return HEADER + constants + CLASS + "".join(prop(entry) for entry in entries) + FOOTER
 
 
-def describe() -> dict[str, Any]:
-    """MultiJoinConf.description, from the newest line's built jar and that line's Spark jars."""
-    line, version = max(spark_lines().items(),
+def describe(spark_jars: ModuleType) -> dict[str, Any]:
+    """MultiJoinConf.description, from the newest line's built jar and that line's Spark jars
+    (`spark_jars` is scripts/spark_jars.py, which the caller loads: the build's import path has
+    no `scripts`)."""
+    line, version = max(spark_jars.spark_lines().items(),
                         key=lambda item: tuple(int(part) for part in item[0].split(".")))
-    jar = ROOT / "target" / "jars" / f"spark-multijoin_{line}_2.13.jar"
-    classpath = os.pathsep.join([str(jar), str(jars_of(version) / "*")])
+    jar = spark_jars.ROOT / "target" / "jars" / f"spark-multijoin_{line}_2.13.jar"
+    classpath = os.pathsep.join([str(jar), str(spark_jars.jars_of(version) / "*")])
     printed = subprocess.run(["java", "-cp", classpath, CONF_CLASS], check=True,
                              capture_output=True, text=True, stdin=subprocess.DEVNULL).stdout
     return json.loads(printed[printed.index("{"):])
 
 
-def write(path: Path) -> None:
+def write(path: Path, spark_jars: ModuleType) -> None:
     """Writes the module, generated from the built jar, to `path`."""
-    path.write_text(render(describe()))
+    path.write_text(render(describe(spark_jars)))
 
 
 if __name__ == "__main__":
-    write(Path(sys.argv[1]))
+    import spark_jars  # beside this script, on the path of a script run by its file
+
+    write(Path(sys.argv[1]), spark_jars)

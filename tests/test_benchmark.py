@@ -4,22 +4,26 @@ checked here; `main()` only builds a session around `run_benchmark`)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
-from scripts.bench import metrics
-from scripts.bench.benchmark import chain_ratios, run_benchmark
-from scripts.bench.breakdown import batch_cost
-from scripts.bench.chart import orders_of_magnitude_apart
-from scripts.bench.latency import summary
-from scripts.bench.report import breakdown_markdown, chain_cells, chain_v4_markdown
-from scripts.bench.runners import run_mode
-from scripts.bench.scale_report import scale_markdown, scale_ratios
-from scripts.bench.soak_report import decile_summary, flatness
-from scripts.bench.workloads import inputs, outer_star, workloads
+from bench import metrics
+from bench.benchmark import chain_ratios, run_benchmark
+from bench.breakdown import batch_cost
+from bench.chart import orders_of_magnitude_apart
+from bench.latency import summary
+from bench.report import breakdown_markdown, chain_cells, chain_v4_markdown
+from bench.runners import run_mode
+from bench.scale_report import scale_markdown, scale_ratios
+from bench.soak_report import decile_summary, flatness
+from bench.workload import inputs
+from bench.workloads import outer_star, workloads
 from spark_multijoin._session_conf import ENABLED_KEY
 from support.metrics import progress_key
 from support.runs import session_conf
+
+ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.one_line  # the benchmark is the same Python on every line
 
@@ -55,11 +59,12 @@ def _progress(batch_id: int, input_rows: int, trigger_ms: int, add_batch_ms: int
             "stateOperators": operators}
 
 
-def test_batch_cost_averages_the_data_batches_after_the_first_and_sums_the_operators():
-    operator = {"commitTimeMs": 10, "customMetrics": {"numKeyReads": 4}}
+def test_batch_cost_averages_the_data_batches_after_the_first_and_sums_the_operators(spark):
+    commit, key_reads = progress_key(spark, "COMMIT_TIME_MS"), progress_key(spark, "NUM_KEY_READS")
+    operator = {commit: 10, "customMetrics": {key_reads: 4}}
     progress = [
         _progress(0, 100, 5000, 4000, [operator, operator]),  # the first: reported on its own
-        _progress(1, 100, 1000, 600, [operator, {"commitTimeMs": 30, "customMetrics": {}}]),
+        _progress(1, 100, 1000, 600, [operator, {commit: 30, "customMetrics": {}}]),
         _progress(2, 100, 3000, 1400, [operator, operator]),
         _progress(3, 0, 9000, 0, [operator, operator]),  # no data: not a batch's cost
     ]
@@ -67,8 +72,8 @@ def test_batch_cost_averages_the_data_batches_after_the_first_and_sums_the_opera
     assert cost["batches"] == 3 and cost["first_batch_ms"] == 5000
     assert cost["trigger_ms"] == 2000 and cost["addBatch"] == 1000
     assert cost["other"] == 1000, "the trigger's time outside the engine's phases"
-    assert cost["commitTimeMs"] == 30, "(10 + 30 + 10 + 10) / 2"
-    assert cost["numKeyReads"] == 6, "(4 + 0 + 4 + 4) / 2"
+    assert cost[commit] == 30, "(10 + 30 + 10 + 10) / 2"
+    assert cost[key_reads] == 6, "(4 + 0 + 4 + 4) / 2"
     table = breakdown_markdown([{"workload": "w", "query": "q", **cost}])
     assert table.splitlines()[2].startswith("| w | q | 5,000 | 2,000 |")
 
@@ -91,11 +96,22 @@ def test_outer_star_fuses_into_one_multi_join_with_the_batch_querys_answer(spark
     assert any(value is None for row in batch_rows for value in row), "some are null-padded"
 
 
-def test_benchmark_names_the_multi_join_metrics_as_the_registry_does(spark):
-    """scripts/bench/metrics.py spells the names it reads from progress; they must be the
-    registry's, so that renaming a metric there breaks here rather than blanking a column."""
-    assert metrics.MULTI_JOIN_METRICS == (progress_key(spark, "NUM_KEY_READS"),
-                                          progress_key(spark, "KEY_READ_TIME_MS"))
+def test_the_benchmark_reads_the_multi_join_names_from_the_registry(spark):
+    """bench/ spells none of the names the registry gives (the operator's and its metrics'
+    progress keys): it reads them through the session's JVM, so that renaming a metric there
+    changes what the benchmark reads rather than blanking a column."""
+    registry = metrics.read_registry(spark)
+    assert metrics.registry() == registry
+    assert metrics.key(metrics.KEY_READS) == progress_key(spark, "NUM_KEY_READS")
+    jvm_registry = spark._jvm.io.github.sparkmultijoin.execution.MultiJoinMetrics
+    every_metric = jvm_registry.all()
+    keys = {every_metric.apply(i).progressKey().get() for i in range(every_metric.size())
+            if every_metric.apply(i).progressKey().isDefined()}
+    assert set(registry.keys.values()) <= keys
+    sources = {path.name: path.read_text() for path in ROOT.joinpath("bench").glob("*.py")}
+    spelled = [(name, word) for name, text in sources.items()
+               for word in keys | {registry.operator} if f'"{word}"' in text]
+    assert spelled == []
 
 
 def _mode(state_rows_peak: int, state_bytes: int, wall_seconds: float) -> dict:

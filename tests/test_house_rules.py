@@ -51,8 +51,7 @@ EXEC = PACKAGE / "execution" / "StreamingMultiJoinExec.scala"
 
 def test_the_exec_keeps_room_for_another_mode():
     """The operator's largest method stays under 30 lines: what a mode adds goes in its own."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from check_code_size import scala_methods
+    from scripts.check_code_size import scala_methods
     longest = max(scala_methods(EXEC.read_text().splitlines()), key=lambda method: method[2])
     assert longest[2] < 30, f"{longest[0]} at line {longest[1]} is {longest[2]} lines"
 
@@ -66,7 +65,7 @@ def test_optimizer_and_analysis_import_no_execution_code():
 
 
 ARCHITECTURE = ROOT / "ARCHITECTURE.md"
-SOURCE_ROOTS = ("scala/", "python/", "scripts/", "tests/", "docs/", "project/")
+SOURCE_ROOTS = ("scala/", "python/", "scripts/", "bench/", "examples/", "tests/", "docs/", "project/")
 
 
 def named_paths() -> set[Path]:
@@ -96,7 +95,8 @@ def test_architecture_names_every_main_source_file():
     named = named_paths()
     sources = [p for p in (ROOT / "scala" / "src" / "main").rglob("*.scala")] + \
         [p for p in (ROOT / "python").rglob("*.py")] + \
-        [p for p in (ROOT / "scripts").rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+        [p for folder in ("scripts", "bench") for p in (ROOT / folder).rglob("*")
+         if p.is_file() and "__pycache__" not in p.parts]
     unnamed = [str(p.relative_to(ROOT)) for p in sources
                if p not in named and not any(folder in p.parents for folder in named)]
     assert unnamed == [], f"ARCHITECTURE.md does not name: {unnamed}"
@@ -154,3 +154,55 @@ def test_the_file_name_check_finds_a_missing_file(tmp_path):
     scala.write_text('/** See scala/src/main/Gone.scala. */\nval s = "python/kept.py"\n')
     assert sorted(named_files(python)) == ["docs/gone.md", "tests/test_gone.py"]
     assert named_files(scala) == ["scala/src/main/Gone.scala"]
+
+
+def module_imports(path: Path, package: str) -> set[str]:
+    """The modules of `package` that the module at `path` imports, wherever in it (a function's
+    own import too: a cycle hidden in a function is still a cycle)."""
+    imported = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imported |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+    return {name for name in imported if name.startswith(f"{package}.")}
+
+
+def import_cycles(folder: Path, package: str) -> list[list[str]]:
+    """The cycles among the modules of the package in `folder` (a depth-first search)."""
+    graph = {f"{package}.{p.stem}": module_imports(p, package) for p in folder.glob("*.py")}
+    cycles, done = [], set()
+
+    def visit(module: str, path: list[str]) -> None:
+        if module in path:
+            cycles.append(path[path.index(module):] + [module])
+            return
+        if module in done or module not in graph:
+            return
+        for imported in sorted(graph[module]):
+            visit(imported, path + [module])
+        done.add(module)
+
+    for module in sorted(graph):
+        visit(module, [])
+    return cycles
+
+
+def test_the_benchmark_imports_no_cycle():
+    assert import_cycles(ROOT / "bench", "bench") == []
+
+
+def test_the_cycle_check_finds_a_cycle(tmp_path):
+    (tmp_path / "a.py").write_text("from pkg.b import x\n")
+    (tmp_path / "b.py").write_text("def f():\n    from pkg import a\n")
+    assert import_cycles(tmp_path, "pkg") == [["pkg.a", "pkg.b", "pkg.a"]]
+
+
+def test_no_code_changes_the_import_path():
+    """Packages import each other by their names (pytest's pythonpath puts the root and tests/
+    on the path); no module edits sys.path to reach one."""
+    tracked = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True,
+                             text=True, check=True).stdout.split()
+    editing = [name for name in tracked if name != "tests/test_house_rules.py"
+               and re.search(r"sys\.path\.(insert|append)", (ROOT / name).read_text())]
+    assert editing == []

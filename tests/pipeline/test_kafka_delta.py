@@ -22,9 +22,9 @@ import pytest
 
 from support.kafka_pipeline import ON_KAFKA_LINE, Driver, broker  # noqa: F401 (a fixture)
 
-from kafka_delta.driver import Files
-from kafka_delta.events import TOPICS, EventProducer, Produced, Scenario
-from kafka_delta.pipeline import read_progress
+from examples.kafka_delta.driver import Files
+from examples.kafka_delta.events import TOPICS, EventProducer, Produced, Scenario
+from examples.kafka_delta.pipeline import read_progress
 from scripts.kafka_jars import DELTA_BY_LINE
 from scripts.spark_jars import spark_lines
 

@@ -19,13 +19,12 @@ from pathlib import Path
 import pyspark
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-sys.path.insert(0, str(EXAMPLES))
+from examples.kafka_delta.broker import KafkaBroker, die_with_parent
+from examples.kafka_delta.driver import Files
+from examples.kafka_delta.events import TOPICS
+from scripts.kafka_jars import DELTA_BY_LINE
 
-from kafka_delta.broker import KafkaBroker, die_with_parent  # noqa: E402
-from kafka_delta.driver import Files  # noqa: E402
-from kafka_delta.events import TOPICS  # noqa: E402
-from scripts.kafka_jars import DELTA_BY_LINE  # noqa: E402
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 KAFKA_LINES = tuple(DELTA_BY_LINE)
 LINE = ".".join(pyspark.__version__.split(".")[:2])

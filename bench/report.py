@@ -9,8 +9,8 @@ import platform
 import sys
 from pathlib import Path
 
-from scripts.bench import metrics
-from scripts.bench.flink import HEAP_MODES, JOIN_MODES
+from bench import metrics
+from bench.flink import HEAP_MODES, JOIN_MODES
 
 # Flink's modes set against the multi-join like for like: state on the heap against Spark's
 # in-memory store, in RocksDB against RocksDB (keys of `flink.ratios`, less the trigger).
@@ -228,5 +228,5 @@ def breakdown_markdown(breakdown: list[dict]) -> str:
              "| --- | --- |" + " ---: |" * len(columns)]
     for row in breakdown:
         lines.append(f"| {row['workload']} | {row['query']} | "
-                     + " | ".join(f"{row[key]:,.0f}" for key, _ in columns) + " |")
+                     + " | ".join(f"{row[metrics.key(key)]:,.0f}" for key, _ in columns) + " |")
     return "\n".join(lines) + "\n"

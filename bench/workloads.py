@@ -7,39 +7,16 @@ files. `--tiny` shrinks every workload by a factor (`workloads(names, shrink)`).
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from spark_multijoin.testing import Inputs, join_on_k, timestamp
+from bench.scale_workloads import SCALE_NAMES, scale_workload
+from bench.workload import Workload
+from spark_multijoin.testing import join_on_k, timestamp
 
 NAMES = ("fanout", "primary_key", "time_bounded", "outer_star", "scale")
-
-
-@dataclass
-class Workload:
-    name: str
-    description: str
-    schemas: list[str]
-    batches: list[list[list[dict]]]  # [input][batch] -> rows
-    query: Callable[[list[DataFrame]], DataFrame]
-    check_flat_state: bool = False
-    flink_peer: bool = False  # scripts/bench/flink_peer.py runs the same join
-    # For Flink, per input after the first, its join kind and ON clause (Flink SQL over t0, t1,
-    # ...); None: inner joins on k.
-    flink_joins: list[list[str]] | None = None
-
-    @property
-    def input_rows(self) -> int:
-        return sum(len(batch) for batches in self.batches for batch in batches)
-
-    @property
-    def files(self) -> int:
-        """Files per input: one per micro-batch, all of them in one trigger."""
-        return len(self.batches[0])
 
 
 def keyed(name: str, description: str, rows_per_key: list[int], keys: int,
@@ -140,8 +117,6 @@ def workloads(names: list[str], shrink: int) -> list[Workload]:
     """The named workloads, their keys divided by `shrink` (and, where it is not 1, fewer
     batches and a smaller fan-out, for a smoke run); `scale` is three workloads. The large
     workloads of scale_workloads.py run only by name."""
-    from scripts.bench.scale_workloads import scale_workload  # it builds on this module
-
     chosen = []
     files = 4 if shrink == 1 else 2
     for name in names:
@@ -169,16 +144,4 @@ def workloads(names: list[str], shrink: int) -> list[Workload]:
 
 
 def unknown(name: str) -> Workload:
-    from scripts.bench.scale_workloads import SCALE_NAMES
-
     raise SystemExit(f"unknown workload {name!r}: choose from {', '.join(NAMES + SCALE_NAMES)}")
-
-
-def inputs(workload: Workload, folder: Path) -> Inputs:
-    """The workload's input files under `folder` (one per input and micro-batch)."""
-    return Inputs(folder, workload.schemas, workload.batches)
-
-
-def streams(spark: SparkSession, workload: Workload, folder: Path,
-            files_per_trigger: int = 1) -> list[DataFrame]:
-    return inputs(workload, folder).streams(spark, files_per_trigger)

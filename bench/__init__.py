@@ -1,7 +1,7 @@
 """The benchmark: the same streaming joins with multi-join off (Spark's chain) and on.
 
 Run from the repository's root as `scripts/benchmark [OPTIONS]` (which installs the extras it
-needs) or `python -m scripts.bench [OPTIONS]` (see __main__.py).
+needs) or `python -m bench [OPTIONS]` (see __main__.py).
 
 Each workload writes its input files once (one file per input and micro-batch), then runs the
 query over them with multi-join off and on, in this order, in one Spark session. It reports, per
@@ -26,10 +26,11 @@ output rows must be the same.
 Every workload's output rows must be the same with Spark's chain, the multi-join and the batch
 query over all files (and Flink, with `--flink`).
 
-Modules, by job: `workloads` (the inputs and queries), `runs` (running a query to its end,
-timing), `runners` (Spark's chain, the multi-join and the floors), `benchmark` (each workload
-measured, checked and written), `breakdown` (`--breakdown`), `flink` and `flink_peer` (Flink as
-a peer, `--flink`), `metrics` (the names read from Spark's progress), `report` (markdown and
-JSON) and `chart`; `scale_workloads`, `scale` and `scale_report` (the workloads run only by
-name, each peer capped) and `soak` and `soak_report` (`--soak N`).
+Modules, by job: `workload` (what a workload is, and its input files), `workloads` (the workloads'
+inputs and queries), `runs` (running a query to its end, timing), `runners` (Spark's chain, the
+multi-join and the floors), `benchmark` (each workload measured, checked and written), `breakdown`
+(`--breakdown`), `flink` and `flink_peer` (Flink as a peer, `--flink`), `metrics` (the names read
+from Spark's progress), `report` (markdown and JSON) and `chart`; `scale_workloads`, `scale` and
+`scale_report` (the workloads run only by name, each peer capped) and `soak` and `soak_report`
+(`--soak N`).
 """

@@ -17,10 +17,10 @@ from typing import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 
-from scripts.bench import metrics, report
-from scripts.bench.runners import unioned_rows
-from scripts.bench.runs import IN_MEMORY_PROVIDER, provider, run_to_end
-from scripts.bench.workloads import Workload, inputs, streams
+from bench import metrics, report
+from bench.runners import unioned_rows
+from bench.runs import IN_MEMORY_PROVIDER, provider, run_to_end
+from bench.workload import Workload, inputs, streams
 from spark_multijoin import multi_join
 
 
@@ -42,7 +42,7 @@ def batch_cost(progress: list[dict]) -> dict:
     cost["other"] = round(cost["trigger_ms"] - sum(cost[phase]
                                                    for phase in metrics.ENGINE_PHASES), 1)
     for metric in metrics.STATE_METRICS + metrics.STORE_METRICS:
-        cost[metric] = mean([metrics.state_metric(p, metric) for p in later])
+        cost[metrics.key(metric)] = mean([metrics.state_metric(p, metric) for p in later])
     return cost
 
 
@@ -84,8 +84,8 @@ def queries(spark: SparkSession, workload: Workload,
 # joining and emitting the output), removals, and the store's commit with RocksDB's parts.
 # Background compaction is beside the batch, not inside it: its time and bytes are RocksDB's
 # own counters for the batch.
-SPLIT = {"key_read_ms": "keyReadTimeMs", "updates_ms": "allUpdatesTimeMs",
-         "removals_ms": "allRemovalsTimeMs", "commit_ms": "commitTimeMs",
+SPLIT = {"key_read_ms": metrics.KEY_READ_MS, "updates_ms": metrics.UPDATES_MS,
+         "removals_ms": metrics.REMOVALS_MS, "commit_ms": metrics.COMMIT_MS,
          "changelog_commit_ms": "rocksdbChangeLogWriterCommitLatencyMs",
          "flush_ms": "rocksdbCommitFlushLatency",
          "file_sync_ms": "rocksdbCommitFileSyncLatencyMs",

@@ -13,11 +13,11 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from scripts.bench import metrics
-from scripts.bench.runs import (IN_MEMORY_PROVIDER, JOIN_FORMAT_KEY, folder_bytes, median_and_best,
+from bench import metrics
+from bench.runs import (IN_MEMORY_PROVIDER, JOIN_FORMAT_KEY, folder_bytes, median_and_best,
                                 median_seconds, provider, run_to_end, seconds, settings,
                                 timed_runs)
-from scripts.bench.workloads import Workload, inputs, streams
+from bench.workload import Workload, inputs, streams
 from spark_multijoin import multi_join
 
 
@@ -37,7 +37,7 @@ def run_mode(spark: SparkSession, workload: Workload, folder: Path, enabled: boo
     query.awaitTermination()
     wall = time.perf_counter() - started
     progress = [json.loads(p.json) for p in query.recentProgress]
-    return {"multi_join_in_plan": metrics.MULTI_JOIN_NODE in query._jsq.explainInternal(False),
+    return {"multi_join_in_plan": metrics.ran_multi_join(progress),
             "output_rows": metrics.output_rows(progress),
             "wall_seconds": round(wall, 2),
             **batch_metrics(progress, workload.input_rows / wall),
