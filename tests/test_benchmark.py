@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from bench import metrics
-from bench.benchmark import chain_ratios, run_benchmark
-from bench.breakdown import batch_cost
-from bench.chart import orders_of_magnitude_apart
-from bench.latency import summary
-from bench.report import breakdown_markdown, chain_cells, chain_v4_markdown
-from bench.runners import run_mode
-from bench.scale_report import scale_markdown, scale_ratios
-from bench.soak_report import decile_summary, flatness
-from bench.workload import inputs
-from bench.workloads import outer_star, workloads
+from scripts.bench import metrics
+from scripts.bench.benchmark import chain_ratios, run_benchmark
+from scripts.bench.breakdown import batch_cost
+from scripts.bench.chart import orders_of_magnitude_apart
+from scripts.bench.latency import summary
+from scripts.bench.report import breakdown_markdown, chain_cells, chain_v4_markdown
+from scripts.bench.runners import run_mode
+from scripts.bench.scale_report import scale_markdown, scale_ratios
+from scripts.bench.soak_report import decile_summary, flatness
+from scripts.bench.workload import inputs
+from scripts.bench.workloads import outer_star, workloads
 from spark_multijoin._session_conf import ENABLED_KEY
 from support.metrics import progress_key
 from support.runs import session_conf
@@ -97,7 +97,7 @@ def test_outer_star_fuses_into_one_multi_join_with_the_batch_querys_answer(spark
 
 
 def test_the_benchmark_reads_the_multi_join_names_from_the_registry(spark):
-    """bench/ spells none of the names the registry gives (the operator's and its metrics'
+    """scripts/bench/ spells none of the names the registry gives (the operator's and its metrics'
     progress keys): it reads them through the session's JVM, so that renaming a metric there
     changes what the benchmark reads rather than blanking a column."""
     registry = metrics.read_registry(spark)

@@ -3,7 +3,7 @@ runs only under /work/venv-flink's PyFlink)."""
 
 from __future__ import annotations
 
-from bench import flink_latency
+from scripts.bench import flink_latency
 
 
 def test_join_takes_the_last_rows_production_and_the_joins_output_time():

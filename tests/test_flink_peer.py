@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bench import flink, flink_peer
-from bench.report import flink_markdown, summary_markdown
-from bench.workload import Workload
+from scripts.bench import flink, flink_peer
+from scripts.bench.report import flink_markdown, summary_markdown
+from scripts.bench.workload import Workload
 
 
 def test_sql_joins_every_input_on_input_0s_key_into_a_blackhole():

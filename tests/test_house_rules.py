@@ -65,7 +65,7 @@ def test_optimizer_and_analysis_import_no_execution_code():
 
 
 ARCHITECTURE = ROOT / "ARCHITECTURE.md"
-SOURCE_ROOTS = ("scala/", "python/", "scripts/", "bench/", "examples/", "tests/", "docs/", "project/")
+SOURCE_ROOTS = ("scala/", "python/", "scripts/", "examples/", "tests/", "docs/", "project/")
 
 
 def named_paths() -> set[Path]:
@@ -95,7 +95,7 @@ def test_architecture_names_every_main_source_file():
     named = named_paths()
     sources = [p for p in (ROOT / "scala" / "src" / "main").rglob("*.scala")] + \
         [p for p in (ROOT / "python").rglob("*.py")] + \
-        [p for folder in ("scripts", "bench") for p in (ROOT / folder).rglob("*")
+        [p for p in (ROOT / "scripts").rglob("*")
          if p.is_file() and "__pycache__" not in p.parts]
     unnamed = [str(p.relative_to(ROOT)) for p in sources
                if p not in named and not any(folder in p.parents for folder in named)]
@@ -189,7 +189,7 @@ def import_cycles(folder: Path, package: str) -> list[list[str]]:
 
 
 def test_the_benchmark_imports_no_cycle():
-    assert import_cycles(ROOT / "bench", "bench") == []
+    assert import_cycles(ROOT / "scripts" / "bench", "scripts.bench") == []
 
 
 def test_the_cycle_check_finds_a_cycle(tmp_path):

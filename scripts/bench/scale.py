@@ -19,13 +19,13 @@ from typing import Collection
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from bench import flink, metrics
-from bench.benchmark import SPARK_PEERS, peers_not_available
-from bench.breakdown import batch_split
-from bench.chart import growth_chart
-from bench.scale_report import write_scale
-from bench.runs import JOIN_FORMAT_KEY, folder_bytes, settings
-from bench.workload import Workload, inputs, streams
+from scripts.bench import flink, metrics
+from scripts.bench.benchmark import SPARK_PEERS, peers_not_available
+from scripts.bench.breakdown import batch_split
+from scripts.bench.chart import growth_chart
+from scripts.bench.scale_report import write_scale
+from scripts.bench.runs import JOIN_FORMAT_KEY, folder_bytes, settings
+from scripts.bench.workload import Workload, inputs, streams
 from spark_multijoin import multi_join
 
 # RocksDB on bounded memory: every store instance of the JVM shares one cache and write

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.runs import ratio
+from scripts.bench.runs import ratio
 
 PEERS = {"chain": "Spark's chain", "chain_v4": "Spark's chain, join state format 4",
          "multi_join": "multi-join", "flink_rocksdb": "Flink MultiJoin, RocksDB"}

@@ -9,8 +9,8 @@ import platform
 import sys
 from pathlib import Path
 
-from bench import metrics
-from bench.flink import HEAP_MODES, JOIN_MODES
+from scripts.bench import metrics
+from scripts.bench.flink import HEAP_MODES, JOIN_MODES
 
 # Flink's modes set against the multi-join like for like: state on the heap against Spark's
 # in-memory store, in RocksDB against RocksDB (keys of `flink.ratios`, less the trigger).

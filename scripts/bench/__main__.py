@@ -1,6 +1,6 @@
 """Benchmark: the same streaming joins with multi-join off (Spark's chain) and on.
 
-    python -m bench [--workloads fanout,primary_key,time_bounded,outer_star,scale]
+    python -m scripts.bench [--workloads fanout,primary_key,time_bounded,outer_star,scale]
                             [--out benchmark-results] [--tiny] [--flink] [--breakdown]
                             [--cap-minutes 20] [--driver-memory 6g] [--soak N]
                             [--scale-peers chain,chain_v4,multi_join,flink_rocksdb]
@@ -51,13 +51,13 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from bench.benchmark import run_benchmark
-from bench.breakdown import run_breakdown
-from bench.latency import FLINK_MODES, compiled_writer, run_latency
-from bench.scale import SCALE_PEERS, run_scale
-from bench.scale_workloads import SCALE_NAMES
-from bench.soak import run_soak
-from bench.workloads import NAMES, workloads
+from scripts.bench.benchmark import run_benchmark
+from scripts.bench.breakdown import run_breakdown
+from scripts.bench.latency import FLINK_MODES, compiled_writer, run_latency
+from scripts.bench.scale import SCALE_PEERS, run_scale
+from scripts.bench.scale_workloads import SCALE_NAMES
+from scripts.bench.soak import run_soak
+from scripts.bench.workloads import NAMES, workloads
 from spark_multijoin import configure_spark_with_multijoin
 
 

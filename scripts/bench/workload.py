@@ -21,7 +21,7 @@ class Workload:
     batches: list[list[list[dict]]]  # [input][batch] -> rows
     query: Callable[[list[DataFrame]], DataFrame]
     check_flat_state: bool = False
-    flink_peer: bool = False  # bench/flink_peer.py runs the same join
+    flink_peer: bool = False  # scripts/bench/flink_peer.py runs the same join
     # For Flink, per input after the first, its join kind and ON clause (Flink SQL over t0, t1,
     # ...); None: inner joins on k.
     flink_joins: list[list[str]] | None = None

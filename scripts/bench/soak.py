@@ -26,10 +26,10 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from bench import metrics
-from bench.runs import folder_bytes, settings
-from bench.soak_report import decile_summary, write_soak
-from bench.workloads import bounded_star
+from scripts.bench import metrics
+from scripts.bench.runs import folder_bytes, settings
+from scripts.bench.soak_report import decile_summary, write_soak
+from scripts.bench.workloads import bounded_star
 from spark_multijoin import multi_join
 
 INPUTS, KEYS, ROWS_PER_BATCH = 4, 1000, 20

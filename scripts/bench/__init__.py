@@ -1,7 +1,7 @@
 """The benchmark: the same streaming joins with multi-join off (Spark's chain) and on.
 
 Run from the repository's root as `scripts/benchmark [OPTIONS]` (which installs the extras it
-needs) or `python -m bench [OPTIONS]` (see __main__.py).
+needs) or `python -m scripts.bench [OPTIONS]` (see __main__.py).
 
 Each workload writes its input files once (one file per input and micro-batch), then runs the
 query over them with multi-join off and on, in this order, in one Spark session. It reports, per

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from bench.workload import Workload
+from scripts.bench.workload import Workload
 from spark_multijoin.testing import join_on_k
 
 # Coprime with every key count used here (a prime above them), so that `key * STRIDE % keys`

@@ -17,10 +17,10 @@ from typing import Callable
 
 from pyspark.sql import DataFrame, SparkSession
 
-from bench import metrics, report
-from bench.runners import unioned_rows
-from bench.runs import IN_MEMORY_PROVIDER, provider, run_to_end
-from bench.workload import Workload, inputs, streams
+from scripts.bench import metrics, report
+from scripts.bench.runners import unioned_rows
+from scripts.bench.runs import IN_MEMORY_PROVIDER, provider, run_to_end
+from scripts.bench.workload import Workload, inputs, streams
 from spark_multijoin import multi_join
 
 

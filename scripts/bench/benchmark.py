@@ -8,13 +8,13 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from bench import flink, report
-from bench.chart import chart
-from bench.runners import (batch_query_and_one_trigger, multi_join_micro_batches,
+from scripts.bench import flink, report
+from scripts.bench.chart import chart
+from scripts.bench.runners import (batch_query_and_one_trigger, multi_join_micro_batches,
                                    on_in_memory_store, run_mode, streaming_floor)
-from bench.runs import ratio
-from bench.workload import Workload, inputs
-from bench.workloads import workloads
+from scripts.bench.runs import ratio
+from scripts.bench.workload import Workload, inputs
+from scripts.bench.workloads import workloads
 
 
 def run_benchmark(spark: SparkSession, chosen: list[Workload], out: Path, work: Path,

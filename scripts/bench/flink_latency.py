@@ -1,7 +1,7 @@
-"""Flink's MultiJoin as a latency peer of `bench/latency.py`: a 4-way inner join on one
+"""Flink's MultiJoin as a latency peer of `scripts/bench/latency.py`: a 4-way inner join on one
 integer key, R keys a second per input, key n once in every input, so each key completes one row.
 
-    /work/venv-flink/bin/python -m bench.flink_latency --rate 1000 --seconds 40 \
+    /work/venv-flink/bin/python -m scripts.bench.flink_latency --rate 1000 --seconds 40 \
         --out OUT.json   (from the repository's root)
 
 PyFlink starts its own JVM, so this imports neither Spark nor the rest of the benchmark. Each

@@ -1,8 +1,8 @@
 """Flink as a peer in the benchmark: the same join over the same JSON files, in Flink SQL.
 
-    python -m bench.flink_peer SPEC.json OUT.json   (from the repository's root)
+    python -m scripts.bench.flink_peer SPEC.json OUT.json   (from the repository's root)
 
-Run by bench/flink.py in a subprocess of its own (PyFlink starts its own JVM, which never
+Run by scripts/bench/flink.py in a subprocess of its own (PyFlink starts its own JVM, which never
 shares one with Spark's); it imports neither Spark nor the rest of the benchmark. SPEC.json
 names the inputs (folders of JSON files, one per micro-batch, with Spark schema strings), the
 parallelism and the number of timed runs; OUT.json receives, per mode, the seconds of each run

@@ -1,4 +1,4 @@
-"""Flink as the benchmark's peer, from Spark's side: runs bench/flink_peer.py on a
+"""Flink as the benchmark's peer, from Spark's side: runs scripts/bench/flink_peer.py on a
 workload's files in a subprocess (PyFlink starts its own JVM, which never shares one with
 Spark's), checks that Flink's output rows are Spark's and that its modes ran as named, and sets
 Flink's time against the multi-join's.
@@ -20,12 +20,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.runs import ratio
-from bench.workload import Workload
+from scripts.bench.runs import ratio
+from scripts.bench.workload import Workload
 
-# The repository's root, from which `python -m bench.flink_peer` finds the peer.
-ROOT = Path(__file__).resolve().parents[1]
-PEER_MODULE = "bench.flink_peer"
+# The repository's root, from which `python -m scripts.bench.flink_peer` finds the peer.
+ROOT = Path(__file__).resolve().parents[2]
+PEER_MODULE = "scripts.bench.flink_peer"
 MISSING = ("--flink: Flink is not installed, skipping the Flink peer. Install the optional "
            "extra with `scripts/setup-env bench,flink` (pip install '.[bench,flink]'), "
            "or run `scripts/benchmark --flink`, which installs it.")

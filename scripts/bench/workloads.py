@@ -12,8 +12,8 @@ from typing import Callable
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from bench.scale_workloads import SCALE_NAMES, scale_workload
-from bench.workload import Workload
+from scripts.bench.scale_workloads import SCALE_NAMES, scale_workload
+from scripts.bench.workload import Workload
 from spark_multijoin.testing import join_on_k, timestamp
 
 NAMES = ("fanout", "primary_key", "time_bounded", "outer_star", "scale")

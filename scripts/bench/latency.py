@@ -105,7 +105,7 @@ def run_flink_mode(mode: str, rate: int, seconds: float, work: Path) -> dict:
     """One run of Flink's MultiJoin (`mode`, one of FLINK_MODES), whose summary is latency.py's."""
     out = work / f"{mode}-{rate}.json"
     timeout = FLINK_MODES[mode]
-    subprocess.run([sys.executable, "-m", "bench.flink_latency", "--rate", str(rate),
+    subprocess.run([sys.executable, "-m", "scripts.bench.flink_latency", "--rate", str(rate),
                     "--seconds", str(seconds), "--out", str(out), "--work", str(work)]
                    + ([] if timeout is None else ["--buffer-timeout-ms", str(timeout)]),
                    check=True)

@@ -13,11 +13,11 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from bench import metrics
-from bench.runs import (IN_MEMORY_PROVIDER, JOIN_FORMAT_KEY, folder_bytes, median_and_best,
+from scripts.bench import metrics
+from scripts.bench.runs import (IN_MEMORY_PROVIDER, JOIN_FORMAT_KEY, folder_bytes, median_and_best,
                                 median_seconds, provider, run_to_end, seconds, settings,
                                 timed_runs)
-from bench.workload import Workload, inputs, streams
+from scripts.bench.workload import Workload, inputs, streams
 from spark_multijoin import multi_join
 
 
