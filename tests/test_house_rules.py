@@ -156,48 +156,6 @@ def test_the_file_name_check_finds_a_missing_file(tmp_path):
     assert named_files(scala) == ["scala/src/main/Gone.scala"]
 
 
-def module_imports(path: Path, package: str) -> set[str]:
-    """The modules of `package` that the module at `path` imports, wherever in it (a function's
-    own import too: a cycle hidden in a function is still a cycle)."""
-    imported = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            imported |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            imported |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
-    return {name for name in imported if name.startswith(f"{package}.")}
-
-
-def import_cycles(folder: Path, package: str) -> list[list[str]]:
-    """The cycles among the modules of the package in `folder` (a depth-first search)."""
-    graph = {f"{package}.{p.stem}": module_imports(p, package) for p in folder.glob("*.py")}
-    cycles, done = [], set()
-
-    def visit(module: str, path: list[str]) -> None:
-        if module in path:
-            cycles.append(path[path.index(module):] + [module])
-            return
-        if module in done or module not in graph:
-            return
-        for imported in sorted(graph[module]):
-            visit(imported, path + [module])
-        done.add(module)
-
-    for module in sorted(graph):
-        visit(module, [])
-    return cycles
-
-
-def test_the_benchmark_imports_no_cycle():
-    assert import_cycles(ROOT / "scripts" / "bench", "scripts.bench") == []
-
-
-def test_the_cycle_check_finds_a_cycle(tmp_path):
-    (tmp_path / "a.py").write_text("from pkg.b import x\n")
-    (tmp_path / "b.py").write_text("def f():\n    from pkg import a\n")
-    assert import_cycles(tmp_path, "pkg") == [["pkg.a", "pkg.b", "pkg.a"]]
-
-
 def test_no_code_changes_the_import_path():
     """Packages import each other by their names (pytest's pythonpath puts the root and tests/
     on the path); no module edits sys.path to reach one."""
