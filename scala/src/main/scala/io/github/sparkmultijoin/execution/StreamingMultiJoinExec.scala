@@ -42,8 +42,7 @@ import org.apache.spark.sql.types.StructType
  * State: see [[MultiJoinStateManager]], in the multi-join state layout of the session's state
  * store ([[StateLayoutVersion]], [[MultiJoinStateLayout]]). The layout is recorded in the
  * operator's metadata with what it depends on ([[OperatorProperties]]), which a restart checks
- * ([[OperatorMetadataFile]]). Probing and
- * checks: see [[ProbePlan]] and [[CompiledJoin]].
+ * ([[OperatorMetadataFile]]). Probing and checks: see [[ProbePlan]] and [[CompiledJoin]].
  *
  * @param inputs          per input, its columns
  * @param keys            per input, its key expressions (same length and types for all inputs)
@@ -192,7 +191,7 @@ case class StreamingMultiJoinExec(
       previous: OperatorStateMetadata,
       current: OperatorStateMetadata): Unit = metadataFile.checkNewMetadata(previous, current)
 
-  override def operatorStateMetadataVersion: Int = metadataFile.version
+  override def operatorStateMetadataVersion: Int = OperatorMetadataFile.Version
 
   override def operatorStateMetadata(
       stateSchemaPaths: List[List[String]] = List.empty): OperatorStateMetadata =

@@ -97,8 +97,7 @@ object CollapseStreamingJoinChains extends Rule[LogicalPlan] with Logging {
   /** Why this line keeps Spark's joins, where the query being planned runs in real-time mode. */
   private def realTimeModeRefusal: Option[String] =
     RealTimeModeShim.realTimeModeRefusal
-      .filter(_ =>
-        MicroBatchShim.current.exists(_.isRealTimeMode))
+      .filter(_ => MicroBatchShim.current.exists(_.isRealTimeMode))
 
   /** `plan`, each of its streaming joins tagged with `verdict`, which is about them all. */
   private def onStreamingJoins(

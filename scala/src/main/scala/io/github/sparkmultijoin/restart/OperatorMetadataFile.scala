@@ -26,9 +26,6 @@ class OperatorMetadataFile(
     shortName: String,
     description: String) extends Logging {
 
-  /** The version of Spark's operator metadata the multi-join writes. */
-  val version: Int = 2
-
   /** What the multi-join writes for a micro-batch, with the state schema files Spark wrote. */
   def metadata(properties: OperatorProperties, stateSchemaPaths: List[List[String]])
       : OperatorStateMetadataV2 = {
@@ -88,7 +85,8 @@ class OperatorMetadataFile(
     else {
       try {
         OperatorStateMetadataReader.createReader(
-          new Path(info.checkpointLocation, info.operatorId.toString), hadoopConf, version,
+          new Path(info.checkpointLocation, info.operatorId.toString), hadoopConf,
+          OperatorMetadataFile.Version,
           batchId - 1).read()
       } catch {
         case NonFatal(e) =>
@@ -97,4 +95,10 @@ class OperatorMetadataFile(
           None
       }
     }
+}
+
+object OperatorMetadataFile {
+
+  /** The version of Spark's operator metadata the multi-join writes. */
+  val Version: Int = 2
 }

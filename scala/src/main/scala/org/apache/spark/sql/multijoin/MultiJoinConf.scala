@@ -118,7 +118,7 @@ object MultiJoinConf {
       problem => throw new IllegalArgumentException(s"${STATE_TTL.key}: $problem"), identity)
   }
 
-  /** The README's configuration table (tests/test_docs_tables.py keeps the README in step with it). */
+  /** The README's configuration table (tests/test_docs_tables.py keeps the README in step). */
   def markdownTable: String = {
     val header = Seq(
       "| key | alias | default | since | meaning |",
