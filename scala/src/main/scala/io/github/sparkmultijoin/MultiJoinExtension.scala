@@ -1,8 +1,8 @@
 package io.github.sparkmultijoin
 
-import io.github.sparkmultijoin.analysis.ResolveMultiJoinHint
-import io.github.sparkmultijoin.optimizer.{CollapseStreamingJoinChains, InputNames, ValidateMultiJoinRestart}
-import io.github.sparkmultijoin.planning.{AddMultiJoinWatermarks, CheckRealTimeAllowlist, MultiJoinStrategy}
+import io.github.sparkmultijoin.analysis.{CheckChangelogJoins, FuseChangelogJoins, ResolveMultiJoinHint}
+import io.github.sparkmultijoin.optimizer.{CollapseStreamingJoinChains, InputNames, NumberChangelogJoins, ValidateMultiJoinRestart}
+import io.github.sparkmultijoin.planning.{AddMultiJoinWatermarks, ChangelogJoinStrategy, CheckRealTimeAllowlist, MultiJoinStrategy}
 
 import org.apache.spark.sql.SparkSessionExtensions
 import org.apache.spark.sql.multijoin.{MultiJoinConf, SparkLineCheck}
@@ -42,15 +42,19 @@ class MultiJoinExtension extends (SparkSessionExtensions => Unit) {
 
     // Analyzer, then plan normalization (before every optimization, per micro-batch too)
     extensions.injectResolutionRule(_ => ResolveMultiJoinHint)
+    extensions.injectResolutionRule(_ => FuseChangelogJoins)
+    extensions.injectCheckRule(_ => CheckChangelogJoins)
     extensions.injectPlanNormalizationRule(_ => ResolveMultiJoinHint.Bind)
     extensions.injectPlanNormalizationRule(_ => InputNames.Record)
 
     // Optimizer
     extensions.injectPreCBORule(_ => CollapseStreamingJoinChains)
     extensions.injectPreCBORule(ValidateMultiJoinRestart(_))
+    extensions.injectPreCBORule(_ => NumberChangelogJoins)
 
     // Planner, then the physical plan: the watermarks, and real-time mode's allowlist check
     extensions.injectPlannerStrategy(MultiJoinStrategy)
+    extensions.injectPlannerStrategy(ChangelogJoinStrategy)
     extensions.injectColumnar(AddMultiJoinWatermarks(_))
     extensions.injectColumnar(CheckRealTimeAllowlist(_))
   }

@@ -110,11 +110,20 @@ object MultiJoinMetrics {
   val KEY_READ_TIME_MS: Metric =
     Metric("keyReadTimeMs", "task time of the reads that numKeyReads counts (ms)", Kind.Custom)
 
+  val NUM_OUTDATED_CHANGES: Metric = Metric("numOutdatedChanges",
+    "changelog joins: changes ignored as they come at or before the version of their row " +
+      "already applied (a duplicate delivery, a late older version)", Kind.Custom)
+
+  val NUM_IDEMPOTENT_CHANGES: Metric = Metric("numIdempotentChanges",
+    "changelog joins: an insert of a row already live or a delete of one absent, applied as " +
+      "the row it leaves", Kind.Custom)
+
   /** Every metric, in the order docs/metrics.md lists them. */
   val all: Seq[Metric] = Seq(NUM_OUTPUT_ROWS, NUM_ROWS_DROPPED_BY_WATERMARK,
     NUM_UPDATED_STATE_ROWS, NUM_REMOVED_STATE_ROWS, NUM_TOTAL_STATE_ROWS, ALL_UPDATES_TIME_MS,
     ALL_REMOVALS_TIME_MS, COMMIT_TIME_MS, STATE_MEMORY, ROWS_OF_INPUT, NUM_NULL_PADDED_ROWS,
-    NUM_ROWS_EXPIRED_BY_TTL, NUM_KEY_READS, KEY_READ_TIME_MS)
+    NUM_ROWS_EXPIRED_BY_TTL, NUM_KEY_READS, KEY_READ_TIME_MS, NUM_OUTDATED_CHANGES,
+    NUM_IDEMPOTENT_CHANGES)
 
   /** The custom metrics of an operator of `numInputs` inputs, as it declares them to Spark. */
   def customStatefulOperatorMetrics(numInputs: Int): Seq[StatefulOperatorCustomMetric] =

@@ -44,4 +44,8 @@ object CatalystShim {
   /** A DataFrame of `rows`, which have `schema`. */
   def dataFrame(session: SparkSession, rows: RDD[InternalRow], schema: StructType): DataFrame =
     session.asInstanceOf[classic.SparkSession].internalCreateDataFrame(rows, schema)
+
+  /** The DataFrame of the analyzed plan `plan`. */
+  def dataFrame(session: SparkSession, plan: LogicalPlan): DataFrame =
+    classic.Dataset.ofRows(session.asInstanceOf[classic.SparkSession], plan)
 }

@@ -1,0 +1,90 @@
+package io.github.sparkmultijoin.analysis
+
+import io.github.sparkmultijoin.logical.{ChangelogInput, ChangelogJoin}
+import io.github.sparkmultijoin.model.JoinTree
+
+import org.apache.spark.sql.catalyst.expressions.{Alias, AliasHelper, And, Attribute, Cast, Coalesce, CreateArray, Expression, Literal, NamedExpression}
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, Project, SubqueryAlias}
+import org.apache.spark.sql.types.LongType
+
+/**
+ * A side of a join of changelogs: a changelog input, or a changelog join, under the
+ * projections, filters and aliases the query puts on it. As an input of a changelog join, its
+ * rows are changes, so its filters apply to its current rows (a row that stops passing is
+ * removed) and its projections make the current row's columns.
+ */
+private[analysis] object ChangelogSides extends AliasHelper {
+
+  /** The base of a side and, over the base's columns, the side's columns and filter. */
+  case class Side(base: LogicalPlan, columns: Seq[NamedExpression], filter: Option[Expression])
+
+  def peel(plan: LogicalPlan): Option[Side] = plan match {
+    case SubqueryAlias(_, child) => peel(child)
+    case Project(list, child) => peel(child).map { side =>
+        val aliases = getAliasMap(side.columns)
+        side.copy(columns = list.map(replaceAliasButKeepName(_, aliases)))
+      }
+    case Filter(condition, child) => peel(child).map { side =>
+        val replaced = replaceAlias(condition, getAliasMap(side.columns))
+        side.copy(filter = Some(side.filter.fold(replaced)(And(_, replaced))))
+      }
+    case base: ChangelogInput => Some(Side(base, base.output, None))
+    case base: ChangelogJoin => Some(Side(base, base.output, None))
+    case _ => None
+  }
+
+  def isChangelog(plan: LogicalPlan): Boolean = peel(plan).isDefined
+
+  /**
+   * `plan`, a side, as a changelog join of one input whose columns are `plan`'s, keyed by
+   * `key` (over those columns). A changelog join below is read as its raw changes.
+   */
+  def asInput(plan: LogicalPlan, key: Seq[Expression]): ChangelogJoin = {
+    val side = peel(plan).get
+    val columns = plan.output.map(column =>
+      side.columns.find(_.exprId == column.exprId) match {
+        case Some(alias: Alias) => Alias(alias.child, column.name)(column.exprId, column.qualifier)
+        case _ => column
+      })
+    val (raw, rowId, changes, format) = side.base match {
+      case input: ChangelogInput =>
+        val version = CreateArray(input.rowVersion.map(Cast(_, LongType)))
+        (input.child, input.rowId, Seq(input.changeType, version), input.format)
+      case below: ChangelogJoin =>
+        val rawBelow = below.copy(changeColumns =
+          below.changeColumns.take(1) :+ ChangelogJoin.rowVersion())
+        (rawBelow, below.identity, rawBelow.changeColumns, "changelog join")
+    }
+    // The change type of a changelog join below: its changes are read as this input's.
+    val hidden = side.base match {
+      case below: ChangelogJoin => below.changeColumns.toSet
+      case _ => Set.empty[Attribute]
+    }
+    val current = columns.filterNot(c => hidden.exists(_.exprId == c.exprId))
+    checkReads(current ++ side.filter, hidden, format)
+    val passes = Coalesce(Seq(side.filter.getOrElse(Literal.TrueLiteral), Literal.FalseLiteral))
+    val changeColumns = (changes :+ passes).zip(ChangelogJoin.InputChangeColumns).map {
+      case (expression, name) => Alias(expression, name)()
+    }
+    ChangelogJoin(Seq(Project(current ++ changeColumns, raw)), Seq(current.length),
+      Seq(rowId.map(id => currentRowId(id, current, format))), Seq(format), Seq(key), None,
+      JoinTree.inner(1), Seq(Literal.TrueLiteral), None, None, Nil)
+  }
+
+  private def currentRowId(id: Attribute, current: Seq[NamedExpression], format: String) =
+    ChangelogJoin.outputOf(id, current.map(_.toAttribute), Some(current)).getOrElse(
+      throw new ChangelogJoinException(s"The row id `${id.name}` of a $format input is not " +
+        "among the columns the join reads of it: keep it in the select on that input, as the " +
+        "join's changes are identified by it."))
+
+  private def checkReads(expressions: Seq[Expression], hidden: Set[Attribute], format: String) =
+    expressions.foreach { expression =>
+      if (!expression.deterministic) throw new ChangelogJoinException(s"A $format input of a " +
+        s"changelog join is read by ${expression.sql}, which is not deterministic: a change " +
+        "must give the same current row each time it is read.")
+      expression.references.find(r => hidden.exists(_.exprId == r.exprId)).foreach { column =>
+        throw new ChangelogJoinException(s"The change column `${column.name}` of a $format " +
+          s"input is read by ${expression.sql}: a changelog join consumes it.")
+      }
+    }
+}

@@ -1,0 +1,100 @@
+package io.github.sparkmultijoin.execution.state
+
+import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.util.GenericArrayData
+import org.apache.spark.sql.execution.streaming.state.{PrefixKeyScanStateEncoderSpec, StateStore}
+import org.apache.spark.sql.types.{ArrayType, BinaryType, DataType, IntegerType, LongType, StructField, StructType}
+
+/**
+ * The version of a row identity's change last applied, and the row it left: None where it
+ * deleted the row (or the row did not pass the input's filters).
+ *
+ * @param version the change's row version
+ * @param rank    0 for a change that removes the row, 1 for one that puts it: at one version a
+ *                removal applies first (Delta's pre-image before its post-image)
+ */
+case class Applied(version: Array[Long], rank: Int, row: Option[UnsafeRow]) {
+
+  /** Whether a change of `version` and `rank` comes after this one, and so applies. */
+  def isBefore(otherVersion: Array[Long], otherRank: Int): Boolean = {
+    val order = Applied.compare(version, otherVersion)
+    order < 0 || order == 0 && rank < otherRank
+  }
+}
+
+object Applied {
+  def compare(a: Array[Long], b: Array[Long]): Int = {
+    val differing = a.indices.find(i => i < b.length && a(i) != b(i))
+    differing.map(i => java.lang.Long.compare(a(i), b(i)))
+      .getOrElse(Integer.compare(a.length, b.length))
+  }
+}
+
+/**
+ * A changelog join's state in one partition's store: per input and row identity under its join
+ * key, the change last applied ([[Applied]]). So the store holds each input's current rows (one
+ * per identity, Flink's unique-key view) and, of a deleted row, its identity and version, which
+ * keep a late older change of it from bringing it back.
+ *
+ * Store key: the join key's columns, the input, the row id (its UnsafeRow's bytes); scanned by
+ * the join key. Value: the version, the rank, the row (its UnsafeRow's bytes, null if none).
+ */
+class CurrentRowsState(
+    store: StateStore,
+    keyTypes: Seq[DataType],
+    widths: Seq[Int],
+    idWidths: Seq[Int]) {
+
+  import CurrentRowsState._
+
+  private val storeKey = UnsafeProjection.create(keySchema(keyTypes))
+  private val storeValue = UnsafeProjection.create(ValueSchema)
+  private val numKeys = keyTypes.length
+
+  /** What was applied under `key` (the join key's columns), as (input, row id, applied). */
+  def under(key: UnsafeRow): Iterator[(Int, UnsafeRow, Applied)] =
+    store.prefixScan(key).map { pair =>
+      val input = pair.key.getInt(numKeys)
+      val id = bytesRow(pair.key.getBinary(numKeys + 1), idWidths(input))
+      val value = pair.value
+      val row = Option(value.getBinary(2)).map(bytesRow(_, widths(input)))
+      (input, id, Applied(value.getArray(0).toLongArray(), value.getInt(1), row))
+    }
+
+  def put(key: UnsafeRow, input: Int, id: UnsafeRow, applied: Applied): Unit = {
+    val keyValues = new Array[Any](numKeys + 2)
+    (0 until numKeys).foreach(i => keyValues(i) = key.get(i, keyTypes(i)))
+    keyValues(numKeys) = input
+    keyValues(numKeys + 1) = id.getBytes
+    val value = new GenericInternalRow(Array[Any](new GenericArrayData(applied.version),
+      applied.rank, applied.row.map(_.getBytes).orNull))
+    store.put(storeKey(new GenericInternalRow(keyValues)), storeValue(value))
+  }
+
+  def commit(): Long = store.commit()
+
+  def numStoredKeys: Long = store.metrics.numKeys
+}
+
+object CurrentRowsState {
+
+  def keySchema(keyTypes: Seq[DataType]): StructType = StructType(
+    keyTypes.zipWithIndex.map { case (t, i) => StructField(s"key$i", t) } :+
+      StructField("input", IntegerType, nullable = false) :+
+      StructField("rowId", BinaryType, nullable = false))
+
+  val ValueSchema: StructType = StructType(Seq(
+    StructField("version", ArrayType(LongType, containsNull = false), nullable = false),
+    StructField("rank", IntegerType, nullable = false),
+    StructField("row", BinaryType)))
+
+  def encoderSpec(keyTypes: Seq[DataType]): PrefixKeyScanStateEncoderSpec =
+    PrefixKeyScanStateEncoderSpec(keySchema(keyTypes), keyTypes.length)
+
+  /** The UnsafeRow of `width` columns whose bytes are `bytes`. */
+  def bytesRow(bytes: Array[Byte], width: Int): UnsafeRow = {
+    val row = new UnsafeRow(width)
+    row.pointTo(bytes, bytes.length)
+    row
+  }
+}

@@ -1,0 +1,139 @@
+package io.github.sparkmultijoin.logical
+
+import io.github.sparkmultijoin.model.JoinTree
+
+import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, AttributeMap, AttributeReference, AttributeSet, Expression, NamedExpression}
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.sql.types.{ArrayType, LongType, MetadataBuilder, StringType}
+
+/**
+ * A join of changelog inputs on one shared key: the change stream of the join of the inputs'
+ * current rows (docs/changelog-joins.md). One stateful operator keeps each input's current row
+ * per identity and emits, per micro-batch, the net change of each output row.
+ *
+ * Each child is an input's changes: its current row's columns (the first `widths(i)`), then its
+ * change type, its row version (an array of BIGINT) and whether the row passes the input's
+ * filters ([[ChangelogJoin.InputChangeColumns]]). The output identity is the inputs' row ids.
+ *
+ * @param children      the inputs' changes, in the order their columns appear in the join
+ * @param widths        per input, how many current-row columns it has
+ * @param rowIds        per input, its row id columns, among its current-row columns
+ * @param formats       per input, where its changes come from
+ * @param keys          per input, the shared key over its current-row columns
+ * @param condition     the inner joins' conditions, key equalities included
+ * @param tree          which inputs are outer, and the order their joins apply in
+ * @param onClauses     per input, its ON clause if it is outer, TRUE otherwise
+ * @param filter        the filter above the join, over the joined columns
+ * @param projectList   the select above the join, over the joined columns
+ * @param changeColumns the change type; for a join that another changelog join reads
+ *                      ([[raw]]), also the row version (the micro-batch)
+ * @param operatorId    the stateful operator id, set by the optimizer (`NumberChangelogJoins`)
+ */
+case class ChangelogJoin(
+    children: Seq[LogicalPlan],
+    widths: Seq[Int],
+    rowIds: Seq[Seq[Attribute]],
+    formats: Seq[String],
+    keys: Seq[Seq[Expression]],
+    condition: Option[Expression],
+    tree: JoinTree,
+    onClauses: Seq[Expression],
+    filter: Option[Expression],
+    projectList: Option[Seq[NamedExpression]],
+    changeColumns: Seq[Attribute],
+    operatorId: Long = -1L) extends LogicalPlan {
+
+  require(Seq(widths, rowIds, formats, keys, onClauses, tree.parents).forall(
+      _.length == children.length), "every input of a changelog join needs its declaration")
+
+  /** Whether it emits pre-images and versions for a changelog join above it. */
+  def raw: Boolean = changeColumns.length == 2
+
+  def currentColumns(input: Int): Seq[Attribute] = children(input).output.take(widths(input))
+
+  /** The columns of the join, before the filter and the select above it. */
+  def joinedOutput: Seq[Attribute] = children.indices.flatMap { input =>
+    val columns = currentColumns(input)
+    if (tree.isNullable(input)) columns.map(_.withNullability(true)) else columns
+  }
+
+  def visibleOutput: Seq[Attribute] = projectList.map(_.map(_.toAttribute)).getOrElse(joinedOutput)
+
+  /** The output identity: each input's row id columns, as the output has them. */
+  def identity: Seq[Attribute] = rowIds.flatten.map(id =>
+    ChangelogJoin.outputOf(id, visibleOutput,
+      projectList).getOrElse(throw new IllegalStateException(s"no output column for $id")))
+
+  override def output: Seq[Attribute] = visibleOutput ++ changeColumns
+
+  /**
+   * This join with the joined columns read as the join makes them: an outer join's padded
+   * input has nulls in columns its own relation never has.
+   */
+  def withJoinedNullability: ChangelogJoin = {
+    val joined = AttributeMap(joinedOutput.map(a => a -> a))
+    def fix[E <: Expression](e: E): E = e.transform {
+      case a: AttributeReference if joined.contains(a) => a.withNullability(joined(a).nullable)
+    }.asInstanceOf[E]
+    copy(condition = condition.map(fix), onClauses = onClauses.map(fix),
+      filter = filter.map(fix), projectList = projectList.map(_.map(fix)))
+  }
+
+  /** This net changelog join with its change type naming its output identity. */
+  def withChangeType: ChangelogJoin =
+    copy(changeColumns = Seq(ChangelogJoin.changeType(identity, changeColumns.headOption)))
+
+  override def producedAttributes: AttributeSet =
+    AttributeSet(changeColumns ++ projectList.toSeq.flatten.collect { case a: Alias =>
+      a.toAttribute
+    })
+
+  def description: String =
+    s"The changelog join of ${formats.length} inputs (stateful operator $operatorId)"
+
+  override lazy val resolved: Boolean = childrenResolved && expressions.forall(_.resolved)
+
+  override protected def withNewChildrenInternal(
+      newChildren: IndexedSeq[LogicalPlan]): ChangelogJoin = copy(children = newChildren)
+}
+
+object ChangelogJoin {
+
+  val OperatorName = "changelogJoin"
+
+  /** The name of the change type column, as in Delta's change data feed. */
+  val ChangeTypeName = "_change_type"
+
+  /** The key of the change type's metadata that lists the output identity's columns. */
+  val RowIdMetadataKey = "spark_multijoin.row_id"
+
+  /** The change columns each input of a changelog join has after its current row's. */
+  val InputChangeColumns: Seq[String] = Seq("__change_type", "__row_version", "__passes")
+
+  /** The output's change type, whose metadata names the output identity's columns. */
+  def changeType(identity: Seq[Attribute], like: Option[Attribute]): Attribute = {
+    val metadata = new MetadataBuilder()
+      .putStringArray(RowIdMetadataKey, identity.map(_.name).toArray).build()
+    like match {
+      case Some(existing: AttributeReference) => existing.withMetadata(metadata)
+      case _ => AttributeReference(ChangeTypeName, StringType, nullable = false, metadata)()
+    }
+  }
+
+  /** The row version a raw changelog join emits: the micro-batch. */
+  def rowVersion(): Attribute = AttributeReference("_row_version", ArrayType(LongType, false),
+    nullable = false)()
+
+  /** The output column of `column` under `projectList`: itself or an alias of it. */
+  def outputOf(
+      column: Attribute,
+      visible: Seq[Attribute],
+      projectList: Option[Seq[NamedExpression]]): Option[Attribute] =
+    projectList match {
+      case None => visible.find(_.exprId == column.exprId)
+      case Some(list) => list.collectFirst {
+          case a: Attribute if a.exprId == column.exprId => a
+          case alias @ Alias(a: Attribute, _) if a.exprId == column.exprId => alias.toAttribute
+        }
+    }
+}

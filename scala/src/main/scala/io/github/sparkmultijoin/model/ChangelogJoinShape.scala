@@ -1,0 +1,53 @@
+package io.github.sparkmultijoin.model
+
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, Expression, NamedExpression}
+
+/**
+ * What a changelog join computes, as its operator reads it: each input's changes and current
+ * rows, and the join of the current rows. Derived once from the logical join.
+ *
+ * @param inputs      per input, the columns of its changes: its current row's (the first
+ *                    `widths(i)`), then its change type, row version and whether it passes
+ *                    its filters
+ * @param widths      per input, how many current-row columns it has
+ * @param rowIds      per input, its row id columns
+ * @param formats     per input, where its changes come from
+ * @param keys        per input, the shared key over its current row
+ * @param condition   the inner joins' conditions, key equalities included
+ * @param tree        which inputs are outer, and the order their joins apply in
+ * @param onClauses   per input, its ON clause if it is outer
+ * @param filter      the filter above the join
+ * @param projectList the join's output columns, over the joined columns
+ */
+case class ChangelogJoinShape(
+    inputs: Seq[Seq[Attribute]],
+    widths: Seq[Int],
+    rowIds: Seq[Seq[Attribute]],
+    formats: Seq[String],
+    keys: Seq[Seq[Expression]],
+    condition: Option[Expression],
+    tree: JoinTree,
+    onClauses: Seq[Expression],
+    filter: Option[Expression],
+    projectList: Seq[NamedExpression]) {
+
+  def numInputs: Int = inputs.length
+
+  def currentColumns(input: Int): Seq[Attribute] = inputs(input).take(widths(input))
+
+  /** The columns of the join: each input's current row, nullable where it may be padded. */
+  def joinedOutput: Seq[Attribute] = inputs.indices.flatMap { input =>
+    val columns = currentColumns(input)
+    if (tree.isNullable(input)) columns.map(_.withNullability(true)) else columns
+  }
+
+  /**
+   * Whether `input`'s key is a function of its row id, so that a change of a row cannot move
+   * it to another key, and a change without the row's old image (`upsert`) can be applied.
+   */
+  def keyWithinRowId(input: Int): Boolean =
+    keys(input).forall(_.references.subsetOf(AttributeSet(rowIds(input))))
+
+  /** How errors name `input`. */
+  def described(input: Int): String = s"input $input (${formats(input)})"
+}
