@@ -5,16 +5,20 @@ import io.github.sparkmultijoin.logical.ChangelogJoin
 
 import org.apache.spark.sql.catalyst.expressions.{AliasHelper, And, AttributeSet, EqualTo, Expression, NamedExpression, PredicateHelper}
 import org.apache.spark.sql.catalyst.plans.{FullOuter, Inner, JoinType, LeftOuter, RightOuter}
-import org.apache.spark.sql.catalyst.plans.logical.{Join, LogicalPlan}
+import org.apache.spark.sql.catalyst.plans.logical.{Join, LogicalPlan, Project}
 
 /**
  * A join of two changelog sides as one changelog join: the sides' inputs joined on their shared
  * key in one operator where the join's type lets the tree of `JoinTree` express it, and
- * otherwise a side read as one input, the changes of its own changelog join (stacked).
+ * otherwise a side read as one input, the changes of its own changelog join (stacked). The
+ * selects on a side that is a changelog join stay above the merged join.
  */
 private[analysis] object ChangelogJoinMerge extends PredicateHelper with AliasHelper {
 
-  def apply(join: Join): ChangelogJoin = {
+  /** A side's changelog join, and the side's columns over its output. */
+  private case class Group(join: ChangelogJoin, columns: Seq[NamedExpression])
+
+  def apply(join: Join): LogicalPlan = {
     val (left, right) = (join.left, join.right)
     Seq(left, right).filterNot(ChangelogSides.isChangelog).foreach(other =>
       throw refused(join,
@@ -31,16 +35,18 @@ private[analysis] object ChangelogJoinMerge extends PredicateHelper with AliasHe
         "which a changelog join is keyed by")
     val on = join.condition.get
     val l = group(left, pairs.map(_._1), on, join.joinType, isLeft = true)
-    val r = group(right, pairs.map(_._2), on, join.joinType, isLeft = false)
-      .filter(r =>
-        l.forall { l =>
-          keyOrder(r, pairs.map(_._2)).map(_.toSet) == keyOrder(l, pairs.map(_._1)).map(_.toSet) &&
-          MergedTree.canJoin(l.tree, r.tree, join.joinType)
-        })
+    val r = group(right, pairs.map(_._2), on, join.joinType, isLeft = false).filter(r =>
+      l.forall(l =>
+        keyOrder(r, pairs.map(_._2)).map(_.toSet) ==
+          keyOrder(l, pairs.map(_._1)).map(_.toSet) &&
+          MergedTree.canJoin(l.join.tree, r.join.tree, join.joinType)))
     val key = l.map(keyOrder(_, pairs.map(_._1)).get)
       .orElse(r.map(keyOrder(_, pairs.map(_._2)).get)).getOrElse(pairs.indices).map(pairs)
-    merged(l.getOrElse(asInput(left, key.map(_._1))), r.getOrElse(asInput(right, key.map(_._2))),
-      join.joinType, on, key)
+    val (lg, rg) = (l.getOrElse(input(left, key.map(_._1))),
+      r.getOrElse(input(right, key.map(_._2))))
+    val merged = this.merged(lg, rg, join.joinType, on, key)
+    val columns = (lg.columns ++ rg.columns).map(ChangelogJoin.nullabilityOf(merged.output))
+    if (columns == merged.joinedOutput) merged else Project(columns, merged)
   }
 
   private def reads(expression: Expression, side: LogicalPlan): Boolean =
@@ -49,20 +55,21 @@ private[analysis] object ChangelogJoinMerge extends PredicateHelper with AliasHe
   private def refused(join: Join, why: String) = new ChangelogJoinException(
     s"The ${join.joinType.sql} JOIN of changelogs cannot run: $why.")
 
+  private def input(side: LogicalPlan, key: Seq[Expression]): Group = {
+    val cj = asInput(side, key)
+    Group(cj, cj.joinedOutput)
+  }
+
   /** A side's changelog join, where it can take the other side's inputs. */
   private def group(side: LogicalPlan, sideKeys: Seq[Expression], on: Expression,
-      joinType: JoinType, isLeft: Boolean): Option[ChangelogJoin] = {
-    val multi = side match {
-      case cj: ChangelogJoin => Some(cj)
-      case _ => peel(side).map(_.base).collect {
-          case cj: ChangelogJoin if cj.output == side.output => cj
-        }
+      joinType: JoinType, isLeft: Boolean): Option[Group] =
+    peel(side).collect {
+      case ChangelogSides.Side(cj: ChangelogJoin, columns, None) if !cj.raw =>
+        Group(cj, columns.filterNot(c => cj.changeColumns.exists(_.exprId == c.exprId)))
+    }.filter { g =>
+      keyOrder(g, sideKeys).isDefined && (g.join.filter.isEmpty || preserved(joinType, isLeft)) &&
+      MergedTree.canTake(g.join.tree, joinType, isLeft, inputsRead(over(on, g), g.join))
     }
-    multi.filter(g =>
-      !g.raw && keyOrder(g, sideKeys).isDefined &&
-        (g.filter.isEmpty || preserved(joinType, isLeft)) &&
-        MergedTree.canTake(g.tree, joinType, isLeft, inputsRead(on, g)))
-  }
 
   private def preserved(joinType: JoinType, isLeft: Boolean): Boolean = joinType match {
     case Inner => true
@@ -71,10 +78,13 @@ private[analysis] object ChangelogJoinMerge extends PredicateHelper with AliasHe
     case _ => false
   }
 
-  /** Per component of `g`'s key, the position in `sideKeys` (over its output) that it is. */
-  private def keyOrder(g: ChangelogJoin, sideKeys: Seq[Expression]): Option[Seq[Int]] = {
-    val over = sideKeys.map(replaceAlias(_, getAliasMap(g.projectList.getOrElse(Nil))))
-    g.keys.iterator.map(_.map(k => over.indexWhere(_.semanticEquals(k))))
+  /** `e`, over a side's columns, over its changelog join's. */
+  private def over(e: Expression, g: Group): Expression = replaceAlias(e, getAliasMap(g.columns))
+
+  /** Per component of `g`'s key, the position in `sideKeys` (over the side) that it is. */
+  private def keyOrder(g: Group, sideKeys: Seq[Expression]): Option[Seq[Int]] = {
+    val keys = sideKeys.map(over(_, g))
+    g.join.keys.iterator.map(_.map(k => keys.indexWhere(_.semanticEquals(k))))
       .find(order => order.forall(_ >= 0) && order.distinct.length == order.length)
   }
 
@@ -84,38 +94,32 @@ private[analysis] object ChangelogJoinMerge extends PredicateHelper with AliasHe
     }.toSet
 
   private def merged(
-      l: ChangelogJoin,
-      r: ChangelogJoin,
+      lg: Group,
+      rg: Group,
       joinType: JoinType,
       condition: Expression,
       key: Seq[(Expression, Expression)]): ChangelogJoin = {
-    val on = replaceAlias(condition,
-      getAliasMap(l.projectList.getOrElse(Nil) ++
-        r.projectList.getOrElse(Nil)))
+    val (l, r) = (lg.join, rg.join)
+    val on = over(over(condition, lg), rg)
     val n = l.children.length
     val tree = MergedTree(l.tree, r.tree, n, joinType,
       inputsRead(on, l) ++ inputsRead(on, r).map(_ + n))
-    val inner = joinType == Inner
     val wasOuter = (l.tree.parents ++ r.tree.parents).map(_.isDefined)
+    val inner = Some(on).filter(_ => joinType == Inner)
     ChangelogJoin(l.children ++ r.children, l.widths ++ r.widths, l.rowIds ++ r.rowIds,
-      l.formats ++ r.formats, alignedKeys(l, key.map(_._1)) ++ alignedKeys(r, key.map(_._2)),
-      andAll(Seq(l.condition, r.condition, Some(on).filter(_ => inner)).flatten), tree,
+      l.formats ++ r.formats,
+      alignedKeys(lg, key.map(_._1)) ++ alignedKeys(rg, key.map(_._2)),
+      Seq(l.condition, r.condition, inner).flatten.reduceOption(And), tree,
       (l.onClauses ++ r.onClauses).zipWithIndex.map { case (clause, input) =>
         if (tree.isOuter(input) && !wasOuter(input)) on else clause
       },
-      andAll(Seq(l.filter, r.filter).flatten), projection(l, r),
+      Seq(l.filter, r.filter).flatten.reduceOption(And),
       (l.changeColumns ++ r.changeColumns).take(1)).withJoinedNullability.withChangeType
   }
 
   /** `g`'s keys, each in the order of `sideKeys`, the key of the merged join. */
-  private def alignedKeys(g: ChangelogJoin, sideKeys: Seq[Expression]): Seq[Seq[Expression]] = {
+  private def alignedKeys(g: Group, sideKeys: Seq[Expression]): Seq[Seq[Expression]] = {
     val order = keyOrder(g, sideKeys).get
-    g.keys.map(k => sideKeys.indices.map(p => k(order.indexOf(p))))
+    g.join.keys.map(k => sideKeys.indices.map(p => k(order.indexOf(p))))
   }
-
-  private def andAll(parts: Seq[Expression]): Option[Expression] = parts.reduceOption(And)
-
-  private def projection(l: ChangelogJoin, r: ChangelogJoin): Option[Seq[NamedExpression]] =
-    if (l.projectList.isEmpty && r.projectList.isEmpty) None
-    else Some(l.projectList.getOrElse(l.joinedOutput) ++ r.projectList.getOrElse(r.joinedOutput))
 }

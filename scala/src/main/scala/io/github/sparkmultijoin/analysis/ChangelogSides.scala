@@ -53,7 +53,7 @@ private[analysis] object ChangelogSides extends AliasHelper {
       case below: ChangelogJoin =>
         val rawBelow = below.copy(changeColumns =
           below.changeColumns.take(1) :+ ChangelogJoin.rowVersion())
-        (rawBelow, below.identity, rawBelow.changeColumns, "changelog join")
+        (rawBelow, below.identity, rawBelow.changeColumns, ChangelogJoin.StackedFormat)
     }
     // The change type of a changelog join below: its changes are read as this input's.
     val hidden = side.base match {
@@ -68,11 +68,11 @@ private[analysis] object ChangelogSides extends AliasHelper {
     }
     ChangelogJoin(Seq(Project(current ++ changeColumns, raw)), Seq(current.length),
       Seq(rowId.map(id => currentRowId(id, current, format))), Seq(format), Seq(key), None,
-      JoinTree.inner(1), Seq(Literal.TrueLiteral), None, None, Nil)
+      JoinTree.inner(1), Seq(Literal.TrueLiteral), None, Nil)
   }
 
   private def currentRowId(id: Attribute, current: Seq[NamedExpression], format: String) =
-    ChangelogJoin.outputOf(id, current.map(_.toAttribute), Some(current)).getOrElse(
+    ChangelogJoin.outputOf(id, current).getOrElse(
       throw new ChangelogJoinException(s"The row id `${id.name}` of a $format input is not " +
         "among the columns the join reads of it: keep it in the select on that input, as the " +
         "join's changes are identified by it."))

@@ -3,7 +3,7 @@ package io.github.sparkmultijoin.execution
 import scala.collection.mutable
 
 import io.github.sparkmultijoin.execution.state.{Applied, CurrentRowsState}
-import io.github.sparkmultijoin.logical.ChangeTypes
+import io.github.sparkmultijoin.logical.{ChangeTypes, ChangelogJoin}
 import io.github.sparkmultijoin.model.ChangelogJoinShape
 
 import org.apache.spark.sql.catalyst.InternalRow
@@ -56,7 +56,8 @@ class ChangelogChanges(shape: ChangelogJoinShape, keyTypes: Seq[DataType], descr
     val id = rowId(input)(row).copy()
     def fail(what: String) = throw new IllegalStateException(s"$description: a change of " +
       s"${shape.described(input)} with row id ${shown(id, input)} $what.")
-    if ((0 until id.numFields).exists(id.isNullAt)) fail("has a null in its row id")
+    if (shape.formats(input) != ChangelogJoin.StackedFormat &&
+      (0 until id.numFields).exists(id.isNullAt)) fail("has a null in its row id")
     val kind = Option(row.getUTF8String(width)).map(_.toString).getOrElse(fail("has no type"))
     if (!ChangeTypes.All.contains(kind)) fail(s"has the type '$kind', which is none of " +
       ChangeTypes.All.mkString(", "))

@@ -50,7 +50,7 @@ case class ChangelogMultiJoinExec(
 
   override def shortName: String = ChangelogJoin.OperatorName
 
-  override def output: Seq[Attribute] = shape.projectList.map(_.toAttribute) ++ changeColumns
+  override def output: Seq[Attribute] = shape.joinedOutput ++ changeColumns
 
   override def producedAttributes: AttributeSet = AttributeSet(shape.inputs.flatten) ++
     AttributeSet(changeColumns)
@@ -157,7 +157,7 @@ case class ChangelogMultiJoinExec(
 /** The change rows of a key's join before and after a batch's changes. */
 private class ChangeRows(shape: ChangelogJoinShape, batchId: Long) {
 
-  private val types = shape.projectList.map(_.dataType) ++
+  private val types = shape.joinedOutput.map(_.dataType) ++
     Seq(org.apache.spark.sql.types.StringType,
       org.apache.spark.sql.types.ArrayType(org.apache.spark.sql.types.LongType, false))
   private val toUnsafe = UnsafeProjection.create(types.toArray)

@@ -11,8 +11,7 @@ import org.apache.spark.sql.catalyst.expressions.{BasePredicate, BindReferences,
  * The join of a changelog join's current rows under one key, as the batch query joins them:
  * the inner inputs' combinations that satisfy the inner conditions, then each outer input in
  * the tree's order, matched by its ON clause or null-padded, a FULL OUTER input's unmatched
- * rows joined with nulls for every input before it; then the filter above the join and its
- * select. Rows are keyed by their output identity, the inputs' row ids.
+ * rows joined with nulls for every input before it; then the filter above the join. Rows are keyed by their output identity, the inputs' row ids.
  *
  * Why the whole key each time: a change of one input row can add, remove or pad any row of the
  * key's join (a padded row is retracted by its first match and comes back with its last), and
@@ -33,7 +32,7 @@ class CurrentRowsJoin(shape: ChangelogJoinShape) {
   private val on = shape.inputs.indices.map(i =>
     if (shape.tree.isOuter(i)) Some(predicate(shape.onClauses(i))) else None)
   private val filter = shape.filter.map(predicate)
-  private val project = UnsafeProjection.create(shape.projectList, joined)
+  private val project = UnsafeProjection.create(joined, joined)
   private val identity = UnsafeProjection.create(
     shape.rowIds.flatten.map(id => joined.find(_.exprId == id.exprId).get), joined)
 

@@ -24,7 +24,6 @@ import org.apache.spark.sql.types.{ArrayType, LongType, MetadataBuilder, StringT
  * @param tree          which inputs are outer, and the order their joins apply in
  * @param onClauses     per input, its ON clause if it is outer, TRUE otherwise
  * @param filter        the filter above the join, over the joined columns
- * @param projectList   the select above the join, over the joined columns
  * @param changeColumns the change type; for a join that another changelog join reads
  *                      ([[raw]]), also the row version (the micro-batch)
  * @param operatorId    the stateful operator id, set by the optimizer (`NumberChangelogJoins`)
@@ -39,7 +38,6 @@ case class ChangelogJoin(
     tree: JoinTree,
     onClauses: Seq[Expression],
     filter: Option[Expression],
-    projectList: Option[Seq[NamedExpression]],
     changeColumns: Seq[Attribute],
     operatorId: Long = -1L) extends LogicalPlan {
 
@@ -51,42 +49,38 @@ case class ChangelogJoin(
 
   def currentColumns(input: Int): Seq[Attribute] = children(input).output.take(widths(input))
 
-  /** The columns of the join, before the filter and the select above it. */
+  /** The columns of the join: each input's current row, nullable where it may be padded. */
   def joinedOutput: Seq[Attribute] = children.indices.flatMap { input =>
     val columns = currentColumns(input)
     if (tree.isNullable(input)) columns.map(_.withNullability(true)) else columns
   }
 
-  def visibleOutput: Seq[Attribute] = projectList.map(_.map(_.toAttribute)).getOrElse(joinedOutput)
+  /** The output identity: each input's row id columns, as the join has them. */
+  def identity: Seq[Attribute] = {
+    val joined = joinedOutput
+    rowIds.flatten.map(id => joined.find(_.exprId == id.exprId).get)
+  }
 
-  /** The output identity: each input's row id columns, as the output has them. */
-  def identity: Seq[Attribute] = rowIds.flatten.map(id =>
-    ChangelogJoin.outputOf(id, visibleOutput,
-      projectList).getOrElse(throw new IllegalStateException(s"no output column for $id")))
+  override def output: Seq[Attribute] = joinedOutput ++ changeColumns
 
-  override def output: Seq[Attribute] = visibleOutput ++ changeColumns
+  // Every column of the inputs' changes is read: Catalyst's column pruning would otherwise drop
+  // the change columns, which no expression of the join names.
+  override def references: AttributeSet = AttributeSet(children.flatMap(_.output))
+
+  override def producedAttributes: AttributeSet = AttributeSet(changeColumns)
 
   /**
    * This join with the joined columns read as the join makes them: an outer join's padded
    * input has nulls in columns its own relation never has.
    */
   def withJoinedNullability: ChangelogJoin = {
-    val joined = AttributeMap(joinedOutput.map(a => a -> a))
-    def fix[E <: Expression](e: E): E = e.transform {
-      case a: AttributeReference if joined.contains(a) => a.withNullability(joined(a).nullable)
-    }.asInstanceOf[E]
-    copy(condition = condition.map(fix), onClauses = onClauses.map(fix),
-      filter = filter.map(fix), projectList = projectList.map(_.map(fix)))
+    val fix = ChangelogJoin.nullabilityOf[Expression](joinedOutput) _
+    copy(condition = condition.map(fix), onClauses = onClauses.map(fix), filter = filter.map(fix))
   }
 
   /** This net changelog join with its change type naming its output identity. */
   def withChangeType: ChangelogJoin =
     copy(changeColumns = Seq(ChangelogJoin.changeType(identity, changeColumns.headOption)))
-
-  override def producedAttributes: AttributeSet =
-    AttributeSet(changeColumns ++ projectList.toSeq.flatten.collect { case a: Alias =>
-      a.toAttribute
-    })
 
   def description: String =
     s"The changelog join of ${formats.length} inputs (stateful operator $operatorId)"
@@ -100,6 +94,12 @@ case class ChangelogJoin(
 object ChangelogJoin {
 
   val OperatorName = "changelogJoin"
+
+  /**
+   * The format of an input that is a changelog join's changes. Its row id is that join's output
+   * identity, null where that join pads an input.
+   */
+  val StackedFormat = "changelog join"
 
   /** The name of the change type column, as in Delta's change data feed. */
   val ChangeTypeName = "_change_type"
@@ -120,20 +120,25 @@ object ChangelogJoin {
     }
   }
 
-  /** The row version a raw changelog join emits: the micro-batch. */
-  def rowVersion(): Attribute = AttributeReference("_row_version", ArrayType(LongType, false),
-    nullable = false)()
+  /** Whether `column` is a changelog join's change type. */
+  def isChangeType(column: Attribute): Boolean = column.metadata.contains(RowIdMetadataKey)
 
-  /** The output column of `column` under `projectList`: itself or an alias of it. */
-  def outputOf(
-      column: Attribute,
-      visible: Seq[Attribute],
-      projectList: Option[Seq[NamedExpression]]): Option[Attribute] =
-    projectList match {
-      case None => visible.find(_.exprId == column.exprId)
-      case Some(list) => list.collectFirst {
-          case a: Attribute if a.exprId == column.exprId => a
-          case alias @ Alias(a: Attribute, _) if a.exprId == column.exprId => alias.toAttribute
-        }
+  /** The row version a raw changelog join emits: the micro-batch. */
+  def rowVersion(): Attribute =
+    AttributeReference("_row_version", ArrayType(LongType, false), nullable = false)()
+
+  /** The column of `list` that `column` is: itself, or an alias of it. */
+  def outputOf(column: Attribute, list: Seq[NamedExpression]): Option[Attribute] =
+    list.collectFirst {
+      case a: Attribute if a.exprId == column.exprId => a
+      case alias @ Alias(a: Attribute, _) if a.exprId == column.exprId => alias.toAttribute
     }
+
+  /** `e` with the columns of `joined` as nullable as `joined` has them. */
+  def nullabilityOf[E <: Expression](joined: Seq[Attribute])(e: E): E = {
+    val columns = AttributeMap(joined.map(a => a -> a))
+    e.transform {
+      case a: AttributeReference if columns.contains(a) => a.withNullability(columns(a).nullable)
+    }.asInstanceOf[E]
+  }
 }

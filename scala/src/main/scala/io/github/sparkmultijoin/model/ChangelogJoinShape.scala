@@ -1,6 +1,6 @@
 package io.github.sparkmultijoin.model
 
-import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, Expression, NamedExpression}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, Expression}
 
 /**
  * What a changelog join computes, as its operator reads it: each input's changes and current
@@ -17,7 +17,6 @@ import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, Expre
  * @param tree        which inputs are outer, and the order their joins apply in
  * @param onClauses   per input, its ON clause if it is outer
  * @param filter      the filter above the join
- * @param projectList the join's output columns, over the joined columns
  */
 case class ChangelogJoinShape(
     inputs: Seq[Seq[Attribute]],
@@ -28,8 +27,7 @@ case class ChangelogJoinShape(
     condition: Option[Expression],
     tree: JoinTree,
     onClauses: Seq[Expression],
-    filter: Option[Expression],
-    projectList: Seq[NamedExpression]) {
+    filter: Option[Expression]) {
 
   def numInputs: Int = inputs.length
 

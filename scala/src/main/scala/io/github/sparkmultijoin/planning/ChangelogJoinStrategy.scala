@@ -24,8 +24,7 @@ case class ChangelogJoinStrategy(session: SparkSession) extends SparkStrategy {
     case join: ChangelogJoin =>
       val running = MicroBatchShim.running(session)
       val shape = ChangelogJoinShape(join.children.map(_.output), join.widths, join.rowIds,
-        join.formats, join.keys, join.condition, join.tree, join.onClauses, join.filter,
-        join.projectList.getOrElse(join.joinedOutput))
+        join.formats, join.keys, join.condition, join.tree, join.onClauses, join.filter)
       val changeColumns =
         if (join.raw) join.changeColumns
         else Seq(join.changeColumns.head.newInstance(), ChangelogJoin.rowVersion())
