@@ -62,6 +62,13 @@ private[analysis] object ChangelogSides extends AliasHelper {
     }
     val current = columns.filterNot(c => hidden.exists(_.exprId == c.exprId))
     checkReads(current ++ side.filter, hidden, format)
+    if (format == "upsert" && !key.forall(_.references.forall(k =>
+        rowId.exists(_.exprId ==
+          k.exprId)))) throw new ChangelogJoinException(s"An upsert changelog is joined on " +
+      s"${key.map(_.sql).mkString(", ")}, which is not a column of its row id " +
+      s"(${rowId.map(_.name).mkString(", ")}): an upsert stream has no old image, so an update " +
+      "that moves a row to another key would leave it under its old key too. Join it on its " +
+      "row id, or read it as a changelog with old images (Debezium with REPLICA IDENTITY FULL).")
     val passes = Coalesce(Seq(side.filter.getOrElse(Literal.TrueLiteral), Literal.FalseLiteral))
     val changeColumns = (changes :+ passes).zip(ChangelogJoin.InputChangeColumns).map {
       case (expression, name) => Alias(expression, name)()

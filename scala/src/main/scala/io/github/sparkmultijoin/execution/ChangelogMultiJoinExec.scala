@@ -6,6 +6,7 @@ import io.github.sparkmultijoin.execution.MultiJoinMetrics.{COMMIT_TIME_MS, Metr
 import io.github.sparkmultijoin.execution.state.{Applied, CurrentRowsState}
 import io.github.sparkmultijoin.logical.{ChangeTypes, ChangelogJoin}
 import io.github.sparkmultijoin.model.{ChangelogJoinShape, MicroBatchContext}
+import io.github.sparkmultijoin.restart.{ChangelogDeclarations, OperatorMetadataFile}
 import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.TaskContext
@@ -16,7 +17,7 @@ import org.apache.spark.sql.catalyst.plans.physical.{Distribution, Partitioning,
 import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.streaming.operators.stateful.{SchemaValidationUtils, StateStoreWriter, StatefulOperatorCustomMetric, StatefulOperatorStateInfo}
-import org.apache.spark.sql.execution.streaming.state.{StateSchemaValidationResult, StateStore, StateStoreColFamilySchema, StateStoreOps}
+import org.apache.spark.sql.execution.streaming.state.{OperatorStateMetadata, StateSchemaValidationResult, StateStore, StateStoreColFamilySchema, StateStoreOps}
 import org.apache.spark.sql.multijoin.{RealTimeModeShim, StateSchemaWrite, StateStoreShim}
 import org.apache.spark.unsafe.types.UTF8String
 
@@ -85,15 +86,29 @@ case class ChangelogMultiJoinExec(
       CurrentRowsState.ValueSchema, Some(CurrentRowsState.encoderSpec(keyTypes))))
   }
 
+  private def metadataFile = new OperatorMetadataFile(getStateInfo, shortName, description)
+
+  override def operatorStateMetadataVersion: Int = OperatorMetadataFile.Version
+
+  override def operatorStateMetadata(
+      stateSchemaPaths: List[List[String]] = List.empty): OperatorStateMetadata =
+    metadataFile.metadata(ChangelogDeclarations.of(shape).json, stateSchemaPaths)
+
+  // On a restart, the inputs' declarations are compared with the checkpoint's first.
   override def validateAndMaybeEvolveStateSchema(
       hadoopConf: Configuration,
       batchId: Long,
-      stateSchemaVersion: Int): List[StateSchemaValidationResult] =
+      stateSchemaVersion: Int): List[StateSchemaValidationResult] = {
+    metadataFile.previousJson(hadoopConf, batchId).foreach { json =>
+      ChangelogDeclarations.fromJson(json).checkRestart(ChangelogDeclarations.of(shape),
+        description)
+    }
     // Spark passes its default schema format; a schema with an encoder spec needs format 3.
     RealTimeModeShim.validateAndWriteStateSchema(this,
       StateSchemaWrite(hadoopConf, batchId,
         3, getStateInfo, stateSchemaDirPath(), session,
         batch.exists(_.realTime)))
+  }
 
   override def customStatefulOperatorMetrics: Seq[StatefulOperatorCustomMetric] =
     MultiJoinMetrics.customStatefulOperatorMetrics(shape.numInputs)
@@ -129,7 +144,7 @@ case class ChangelogMultiJoinExec(
       val applied = ChangelogChanges.stored(state, key)
       val before = join.rows(ChangelogChanges.currentRows(applied, shape.numInputs))
       val writes = changes.apply(keyChanges, applied).toMap
-      writes.foreach { case ((input, id), entry) => state.put(key, input, id, entry) }
+      writes.foreach { case ((input, id), entry) => state.put(key, input, id, entry, batchId) }
       updated += writes.size
       if (writes.nonEmpty) {
         out ++= emit.diff(before,

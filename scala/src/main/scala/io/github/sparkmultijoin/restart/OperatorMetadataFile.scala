@@ -28,12 +28,20 @@ class OperatorMetadataFile(
 
   /** What the multi-join writes for a micro-batch, with the state schema files Spark wrote. */
   def metadata(properties: OperatorProperties, stateSchemaPaths: List[List[String]])
-      : OperatorStateMetadataV2 = {
+      : OperatorStateMetadataV2 = metadata(properties.json, stateSchemaPaths)
+
+  /** The metadata of an operator whose properties are `json`. */
+  def metadata(json: String, stateSchemaPaths: List[List[String]]): OperatorStateMetadataV2 = {
     val store = StateStoreMetadataV2(StateStoreId.DEFAULT_STORE_NAME, 0, info.numPartitions,
       stateSchemaPaths.headOption.getOrElse(Nil))
-    OperatorStateMetadataV2(OperatorInfoV1(info.operatorId, shortName), Array(store),
-      properties.json)
+    OperatorStateMetadataV2(OperatorInfoV1(info.operatorId, shortName), Array(store), json)
   }
+
+  /** The properties JSON the checkpoint recorded for the batch before `batchId`, if any. */
+  def previousJson(hadoopConf: Configuration, batchId: Long): Option[String] =
+    previous(hadoopConf, batchId).collect {
+      case previous: OperatorStateMetadataV2 => previous.operatorPropertiesJson
+    }
 
   /**
    * Before micro-batch `batchId` of a restart writes its state schema, fails where the state the

@@ -40,12 +40,16 @@ object RecordedOperators {
     }
   }
 
-  /** The multi-joins among a checkpoint's `operators` ([[statefulOperators]]), by id. */
-  def multiJoins(operators: Seq[(Long, Option[OperatorStateMetadata])])
-      : Seq[(Long, OperatorStateMetadataV2)] =
+  /**
+   * The multi-joins among a checkpoint's `operators` ([[statefulOperators]]), by id: those of
+   * append-only inputs, or those named `names`.
+   */
+  def multiJoins(
+      operators: Seq[(Long, Option[OperatorStateMetadata])],
+      names: Set[String] = Set(MultiJoin.OperatorName)): Seq[(Long, OperatorStateMetadataV2)] =
     operators.collect {
       case (id, Some(metadata: OperatorStateMetadataV2))
-          if metadata.operatorInfo.operatorName == MultiJoin.OperatorName => id -> metadata
+          if names.contains(metadata.operatorInfo.operatorName) => id -> metadata
     }
 
   /**

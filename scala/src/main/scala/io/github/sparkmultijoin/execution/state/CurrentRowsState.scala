@@ -61,13 +61,14 @@ class CurrentRowsState(
       (input, id, Applied(value.getArray(0).toLongArray(), value.getInt(1), row))
     }
 
-  def put(key: UnsafeRow, input: Int, id: UnsafeRow, applied: Applied): Unit = {
+  /** Stores `applied`, the change micro-batch `batchId` applied last. */
+  def put(key: UnsafeRow, input: Int, id: UnsafeRow, applied: Applied, batchId: Long): Unit = {
     val keyValues = new Array[Any](numKeys + 2)
     (0 until numKeys).foreach(i => keyValues(i) = key.get(i, keyTypes(i)))
     keyValues(numKeys) = input
     keyValues(numKeys + 1) = id.getBytes
     val value = new GenericInternalRow(Array[Any](new GenericArrayData(applied.version),
-      applied.rank, applied.row.map(_.getBytes).orNull))
+      applied.rank, applied.row.map(_.getBytes).orNull, batchId))
     store.put(storeKey(new GenericInternalRow(keyValues)), storeValue(value))
   }
 
@@ -86,10 +87,21 @@ object CurrentRowsState {
   val ValueSchema: StructType = StructType(Seq(
     StructField("version", ArrayType(LongType, containsNull = false), nullable = false),
     StructField("rank", IntegerType, nullable = false),
-    StructField("row", BinaryType)))
+    StructField("row", BinaryType),
+    StructField("batch", LongType, nullable = false)))
 
   def encoderSpec(keyTypes: Seq[DataType]): PrefixKeyScanStateEncoderSpec =
     PrefixKeyScanStateEncoderSpec(keySchema(keyTypes), keyTypes.length)
+
+  /**
+   * `read_state`: the current rows of `input` (of `width` columns) in `store`, whose keys have
+   * `numKeys` key columns, each with the micro-batch that applied it.
+   */
+  def rows(store: StateStore, numKeys: Int, input: Int, width: Int)
+      : Iterator[(UnsafeRow, Long)] =
+    store.iterator().filter { pair =>
+      pair.key.getInt(numKeys) == input && !pair.value.isNullAt(2)
+    }.map(pair => (bytesRow(pair.value.getBinary(2), width), pair.value.getLong(3)))
 
   /** The UnsafeRow of `width` columns whose bytes are `bytes`. */
   def bytesRow(bytes: Array[Byte], width: Int): UnsafeRow = {

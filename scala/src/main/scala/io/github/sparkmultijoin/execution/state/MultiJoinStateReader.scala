@@ -2,7 +2,8 @@ package io.github.sparkmultijoin.execution.state
 
 import java.util.UUID
 
-import io.github.sparkmultijoin.restart.{OperatorProperties, RecordedOperators}
+import io.github.sparkmultijoin.logical.{ChangelogJoin, MultiJoin}
+import io.github.sparkmultijoin.restart.{ChangelogDeclarations, OperatorProperties, RecordedOperators}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
@@ -10,7 +11,7 @@ import org.apache.spark.TaskContext
 import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, JoinedRow, UnsafeProjection}
-import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, OperatorStateMetadataV2, StateSchemaCompatibilityChecker, StateStoreColFamilySchema, StateStoreConf, StateStoreId, StateStoreProvider, StateStoreProviderId}
+import org.apache.spark.sql.execution.streaming.state.{KeyStateEncoderSpec, NoPrefixKeyStateEncoderSpec, StateStore, OperatorStateMetadataV2, StateSchemaCompatibilityChecker, StateStoreColFamilySchema, StateStoreConf, StateStoreId, StateStoreProvider, StateStoreProviderId}
 import org.apache.spark.sql.multijoin.{CatalystShim, CheckpointShim, StateStoreShim}
 import org.apache.spark.sql.types.{IntegerType, LongType, StructType}
 import org.apache.spark.util.SerializableConfiguration
@@ -54,9 +55,7 @@ object MultiJoinStateReader {
     val batch = committedBatch(session, checkpoint, batchId)
     val operator = multiJoin(checkpoint, batch, operatorId, hadoopConf)
     val schema = operator.outputSchema(input)
-    val families = operator.families(hadoopConf)
-    val layout = operator.layout
-    val opened = layout.storeSchemas(families)
+    val source = operator.source(operator.families(hadoopConf))
     val storeConf =
       new StateStoreConf(CheckpointShim.sessionConfOfBatch(session, checkpoint, batch))
     val serializedConf = new SerializableConfiguration(hadoopConf)
@@ -73,8 +72,8 @@ object MultiJoinStateReader {
     val rows = session.sparkContext.parallelize(partitions, partitions.length).mapPartitions {
       _.flatMap { partition =>
         val storeId = StateStoreId(stateLocation, id, partition)
-        readPartition(storeId, batch, checkpointIds.map(_(partition).head), input, layout,
-          families, opened, schema, storeConf, serializedConf.value)
+        readPartition(storeId, batch, checkpointIds.map(_(partition).head), input, source,
+          schema, storeConf, serializedConf.value)
       }
     }
     CatalystShim.dataFrame(session, rows, schema)
@@ -118,7 +117,8 @@ object MultiJoinStateReader {
       hadoopConf: Configuration): MultiJoinOperator = {
     val operators =
       RecordedOperators.statefulOperators(new Path(checkpoint, "state"), batch, hadoopConf)
-    val multiJoins = RecordedOperators.multiJoins(operators)
+    val multiJoins = RecordedOperators.multiJoins(operators,
+      Set(MultiJoin.OperatorName, ChangelogJoin.OperatorName))
     def found = if (operators.isEmpty) "it has no stateful operator"
     else "its stateful " +
       "operators are " + operators.map { case (id, metadata) =>
@@ -148,15 +148,14 @@ object MultiJoinStateReader {
       batch: Long,
       checkpointId: Option[String],
       input: Int,
-      layout: MultiJoinStateLayout,
-      families: Map[String, StateStoreColFamilySchema],
-      opened: StoreSchemas,
+      source: StateSource,
       schema: StructType,
       storeConf: StateStoreConf,
       hadoopConf: Configuration): Iterator[InternalRow] = {
+    val opened = source.opened
     val provider = StateStoreProvider.createAndInit(
       StateStoreProviderId(storeId, UUID.randomUUID()), opened.keySchema, opened.valueSchema,
-      NoPrefixKeyStateEncoderSpec(opened.keySchema), useColumnFamilies = opened.useColumnFamilies,
+      source.encoderSpec, useColumnFamilies = opened.useColumnFamilies,
       storeConf,
       hadoopConf, useMultipleValuesPerKey = false, stateSchemaProvider = None)
     // State store version v holds the state after micro-batch v - 1.
@@ -168,7 +167,7 @@ object MultiJoinStateReader {
     val extra = new GenericInternalRow(Array[Any](0L, storeId.partitionId))
     val joined = new JoinedRow
     val project = UnsafeProjection.create(schema)
-    layout.readRows(store, families, input, numFields = schema.length - 2).map {
+    source.rows(store, input, numFields = schema.length - 2).map {
       case (row, rowBatchId) =>
         extra.setLong(0, rowBatchId)
         project(joined(row, extra))
@@ -189,17 +188,24 @@ object MultiJoinStateReader {
 
     private val properties = OperatorProperties.fromJson(metadata.operatorPropertiesJson)
 
-    /** Its multi-join state layout, as it recorded it. */
-    def layout: MultiJoinStateLayout =
-      MultiJoinStateLayout.recorded(properties.layoutVersion).fold(
-        unknown => throw new IllegalArgumentException(s"$describe cannot be read: $unknown."),
-        identity)
+    private val changelog = metadata.operatorInfo.operatorName == ChangelogJoin.OperatorName
 
-    private val inputSchemas: Seq[StructType] =
+    /** How its state is read: as its multi-join state layout, as it recorded it. */
+    def source(families: Map[String, StateStoreColFamilySchema]): StateSource =
+      if (changelog) ChangelogSource(families(StateStore.DEFAULT_COL_FAMILY_NAME))
+      else MultiJoinStateLayout.recorded(properties.layoutVersion).fold(
+        unknown => throw new IllegalArgumentException(s"$describe cannot be read: $unknown."),
+        LayoutSource(_, families))
+
+    private val inputSchemas: Seq[StructType] = if (changelog) {
+      ChangelogDeclarations.fromJson(metadata.operatorPropertiesJson).inputs
+        .map(input => StructType.fromDDL(input("columns")))
+    } else {
       properties.inputSchemas.getOrElse(
         throw new IllegalArgumentException(s"$describe was written by an earlier version of " +
           "spark-multijoin, which did not record its inputs' columns in the operator metadata: " +
           "run one micro-batch of the query with this version, then read its state."))
+    }
 
     private def checkInput(input: Int): Unit =
       require(inputSchemas.indices.contains(input),
@@ -219,5 +225,30 @@ object MultiJoinStateReader {
       RecordedOperators.columnFamilies(StateStoreId(new Path(checkpoint, "state").toString, id, 0),
         metadata,
         hadoopConf)
+  }
+
+  /** How a recorded operator's store is opened, and an input's rows read from it. */
+  private sealed trait StateSource extends Serializable {
+    def opened: StoreSchemas
+    def encoderSpec: KeyStateEncoderSpec
+    def rows(store: StateStore, input: Int, numFields: Int): Iterator[(InternalRow, Long)]
+  }
+
+  private case class LayoutSource(
+      layout: MultiJoinStateLayout,
+      families: Map[String, StateStoreColFamilySchema]) extends StateSource {
+    def opened: StoreSchemas = layout.storeSchemas(families)
+    def encoderSpec: KeyStateEncoderSpec = NoPrefixKeyStateEncoderSpec(opened.keySchema)
+    def rows(store: StateStore, input: Int, numFields: Int): Iterator[(InternalRow, Long)] =
+      layout.readRows(store, families, input, numFields)
+  }
+
+  /** A changelog join's state ([[CurrentRowsState]]): its current rows, not its deleted ones. */
+  private case class ChangelogSource(family: StateStoreColFamilySchema) extends StateSource {
+    def opened: StoreSchemas =
+      StoreSchemas(family.keySchema, family.valueSchema, useColumnFamilies = false)
+    def encoderSpec: KeyStateEncoderSpec = family.keyStateEncoderSpec.get
+    def rows(store: StateStore, input: Int, numFields: Int): Iterator[(InternalRow, Long)] =
+      CurrentRowsState.rows(store, family.keySchema.length - 2, input, numFields)
   }
 }
