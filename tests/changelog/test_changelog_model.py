@@ -1,0 +1,165 @@
+"""The changelog joins' test support checked on its own, without Spark: the reference model
+applies the version rule of issue 47, the random change streams hold every case the randomized
+test means to meet, and their late changes are ones the operator's order by join key reads as
+the rule does."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+from support.changelog_shapes import random_changelog_shape
+from support.changelogs import (CHANGE_TYPE, VERSION, ChangelogSpec, apply_changes,
+                                current_rows, random_changes, rank)
+
+CDF = ChangelogSpec(0, "k")
+UPSERT = ChangelogSpec(0, "k", upsert=True)
+
+
+def change(row_id: int, key: int | None, version: int, change_type: str, w: int = 0) -> dict:
+    return {"id0": row_id, "k0": key, "p0": 0, "w0": w, "v0": 0, VERSION: version,
+            CHANGE_TYPE: change_type}
+
+
+def ids_and_w(rows: list[dict]) -> list[tuple]:
+    return sorted((row["id0"], row["k0"], row["w0"]) for row in rows)
+
+
+def test_the_model_applies_a_change_after_the_last_applied_version_only():
+    batches = [
+        [change(1, 0, 1, "insert"), change(2, 0, 1, "insert")],
+        # An update moving row 1 to key 1, post-image first in the file; a duplicate of row 1's
+        # insert; a delete of row 2.
+        [change(1, 1, 2, "update_postimage", w=5), change(1, 0, 2, "update_preimage"),
+         change(1, 0, 1, "insert"), change(2, 0, 3, "delete")],
+        # A delete of an absent row, then a late older insert of it, ignored.
+        [change(3, 2, 2, "delete"), change(3, 2, 1, "insert")],
+        # An insert of a live row applies as an upsert; a late older update of it is ignored.
+        [change(1, 1, 5, "insert", w=7), change(1, 1, 4, "update_postimage", w=9)],
+        # Row 2 inserted again after its delete.
+        [change(2, 2, 6, "insert", w=1)],
+    ]
+    assert [ids_and_w(rows) for rows in current_rows(CDF, batches)] == [
+        [(1, 0, 0), (2, 0, 0)], [(1, 1, 5)], [(1, 1, 5)], [(1, 1, 7)], [(1, 1, 7), (2, 2, 1)]]
+
+
+def test_an_upsert_input_is_identified_by_its_row_id_and_key():
+    batches = [[change(1, 0, 1, "upsert")],
+               [change(1, 0, 2, "delete"), change(1, 1, 2, "upsert", w=3)],
+               [change(1, 1, 3, "upsert", w=4), change(1, 0, 1, "upsert")]]
+    assert [ids_and_w(rows) for rows in current_rows(UPSERT, batches)] == [
+        [(1, 0, 0)], [(1, 1, 3)], [(1, 1, 4)]]
+
+
+def random_streams(count: int):
+    """(spec, changes) of the inputs of `count` random shapes."""
+    for seed in range(count):
+        rng = random.Random(seed)
+        shape = random_changelog_shape(rng)
+        for spec in shape.inputs:
+            yield spec, random_changes(rng, spec, shape.n_batches)
+
+
+def as_set(rows: list[dict]) -> set[tuple]:
+    return {tuple(sorted(row.items())) for row in rows}
+
+
+def test_random_changes_end_as_the_rows_of_their_source():
+    for spec, changes in random_streams(150):
+        assert as_set(current_rows(spec, changes.batches)[-1]) == as_set(changes.final)
+
+
+def test_random_changes_meet_every_case():
+    seen: Counter = Counter()
+    for spec, changes in random_streams(40):
+        seen.update(cases(spec, changes.batches))
+    wanted = {"insert", "update", "key move", "filtered column changed", "delete",
+              "inserted again", "two versions in a batch", "duplicate", "late older version",
+              "insert of a live row", "null key", "upsert", "upsert move"}
+    assert wanted <= {case for case, n in seen.items() if n >= 3}, seen
+
+
+def cases(spec: ChangelogSpec, batches: list[list[dict]]) -> Counter:
+    """The cases a stream's deliveries hold, each once per occurrence."""
+    found: Counter = Counter()
+    table: dict = {}
+    delivered: list[dict] = []
+    for batch in batches:
+        versions = set()
+        for c in sorted(batch, key=lambda c: (c[VERSION], rank(c))):
+            identity = tuple(c[name] for name in spec.row_id)
+            newer = [d for d in delivered if d[VERSION] > c[VERSION] and
+                     tuple(d[name] for name in spec.row_id) == identity]
+            found.update(_kinds(spec, c, table.get(identity), delivered, newer))
+            versions.add((identity, c[VERSION]))
+            delivered.append(c)
+            apply_changes(table, [c], spec)
+        per_identity = Counter(identity for identity, _ in versions)
+        found["two versions in a batch"] += sum(n - 1 for n in per_identity.values())
+    return found
+
+
+def _kinds(spec: ChangelogSpec, c: dict, last, delivered: list[dict], newer: list[dict]):
+    kind, key = c[CHANGE_TYPE], spec.key_column
+    if c in delivered or newer:  # ignored: nothing else about it counts
+        yield "duplicate" if c in delivered else "late older version"
+        return
+    if kind in ("insert", "upsert") and last is None:
+        yield "insert"
+    if kind == "insert" and last is not None:
+        yield "inserted again" if last[1] is None else "insert of a live row"
+    if kind == "update_postimage":
+        yield "update"
+        pre = next((d for d in delivered if d[VERSION] == c[VERSION]
+                    and d[CHANGE_TYPE] == "update_preimage"), None)
+        if pre is not None and pre[key] != c[key]:
+            yield "key move"
+        if pre is not None and pre[spec.column("w")] != c[spec.column("w")]:
+            yield "filtered column changed"
+    if kind == "delete":
+        yield "delete"
+    if c[key] is None:
+        yield "null key"
+    if kind == "upsert":
+        yield "upsert"
+        if any(d[VERSION] == c[VERSION] and d[CHANGE_TYPE] == "delete" for d in delivered):
+            yield "upsert move"
+
+
+def per_key_rows(spec: ChangelogSpec, batches: list[list[dict]]) -> list[set[tuple]]:
+    """Per micro-batch, an input's current rows as the operator orders changes: an identity's
+    last applied change per join key, under the key each change names (a removal's is the old
+    row's)."""
+    table: dict = {}
+    snapshots = []
+    for batch in batches:
+        for c in sorted(batch, key=lambda c: (c[VERSION], rank(c))):
+            slot = (c[spec.key_column],) + tuple(c[name] for name in spec.row_id)
+            order = (c[VERSION], rank(c))
+            if slot not in table or table[slot][0] < order:
+                table[slot] = (order, None if rank(c) == 0 else
+                               {name: c[name] for name in spec.columns})
+        snapshots.append(as_set([row for _, row in table.values() if row is not None]))
+    return snapshots
+
+
+def test_late_changes_read_alike_by_identity_and_by_key():
+    """The streams' late changes are those after which ordering an identity's changes per join
+    key (the operator) and per identity (the rule) give the same rows."""
+    for spec, changes in random_streams(150):
+        by_identity = [as_set(rows) for rows in current_rows(spec, changes.batches)]
+        assert per_key_rows(spec, changes.batches) == by_identity
+
+
+def test_a_late_key_move_reads_differently_by_identity_and_by_key():
+    """Why a CDF stream's late changes leave their row under its key: row 1 moves from key 0 to
+    1 at version 2 and to key 2 at version 3, which arrives first. By identity, version 3's
+    post-image is the row; by key, version 1's row stays under key 0 until version 2 arrives."""
+    batches = [[change(1, 0, 1, "insert")],
+               [change(1, 1, 3, "update_preimage"), change(1, 2, 3, "update_postimage")],
+               [change(1, 0, 2, "update_preimage"), change(1, 1, 2, "update_postimage")]]
+    by_identity = [ids_and_w(rows) for rows in current_rows(CDF, batches)]
+    assert by_identity == [[(1, 0, 0)], [(1, 2, 0)], [(1, 2, 0)]]
+    by_key = [sorted((dict(row)["id0"], dict(row)["k0"], dict(row)["w0"]) for row in rows)
+              for rows in per_key_rows(CDF, batches)]
+    assert by_key == [[(1, 0, 0)], [(1, 0, 0), (1, 2, 0)], [(1, 2, 0)]]
