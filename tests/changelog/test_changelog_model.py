@@ -163,3 +163,29 @@ def test_a_late_key_move_reads_differently_by_identity_and_by_key():
     by_key = [sorted((dict(row)["id0"], dict(row)["k0"], dict(row)["w0"]) for row in rows)
               for rows in per_key_rows(CDF, batches)]
     assert by_key == [[(1, 0, 0)], [(1, 0, 0), (1, 2, 0)], [(1, 2, 0)]]
+
+
+def test_random_shapes_mix_every_join_and_stack_keys():
+    shapes = [random_changelog_shape(random.Random(seed)) for seed in range(40)]
+    kinds = Counter(kind for shape in shapes for kind in shape.kinds[1:])
+    assert set(kinds) == {"inner", "left_outer", "right_outer", "full_outer"}, kinds
+    assert Counter(shape.levels for shape in shapes).keys() == {1, 2}
+    assert {len(shape.inputs) for shape in shapes} == {2, 3, 4, 5, 6}
+    assert sum(bool(shape.input_filters) for shape in shapes) >= 10
+    assert sum(shape.above_filter is not None for shape in shapes) >= 10
+    assert sum(shape.between_filter is not None for shape in shapes) >= 5
+    assert sum(any(spec.upsert for spec in shape.inputs) for shape in shapes) >= 10
+    for shape in shapes:
+        outer = {j for j, kind in enumerate(shape.kinds) if kind not in ("", "inner")}
+        for j, kind in enumerate(shape.kinds):
+            # What one changelog join runs: an inner join reads no outer input of its level
+            # (a stacked level's first parent is of the level below), and a FULL OUTER join
+            # comes after the level's other joins.
+            level = [k for k, spec in enumerate(shape.inputs) if spec.key == shape.inputs[j].key]
+            assert kind != "inner" or shape.parents[j] not in outer.intersection(level), \
+                shape.describe()
+            later = [k for k in level if k > j]
+            assert kind != "full_outer" or all(shape.kinds[k] == "full_outer" for k in later)
+        assert len(set(shape.identity())) == sum(len(spec.row_id) for spec in shape.inputs)
+        names = [e.split(" AS ")[-1] for e in shape.select] if shape.select else None
+        assert names is None or set(shape.identity()) <= set(names), shape.describe()

@@ -6,8 +6,8 @@ over it, a second level on p, whose first input equates its p to an input's of t
 (a second changelog join that reads the first's changes). Within a level, INNER, LEFT and RIGHT
 joins come first and FULL OUTER joins last, and an inner join's ON clause reads no outer input:
 what one changelog join can run, so that a shape of L levels runs as L operators. Filters on
-the inputs and one above the join read the columns updates change; a final select keeps every
-row id.
+the inputs, one above the join and one between the levels read the columns updates change; a
+final select keeps every row id.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from support.changelogs import ChangelogSpec
+from support.changelogs import Changes, ChangelogSpec, random_changes
 
 
 @dataclass
@@ -28,6 +28,7 @@ class ChangelogShape:
     parents: list[int]              # per input, the earlier input whose key its ON equates
     input_filters: dict[int, str]   # input -> a condition on its own columns
     above_filter: str | None        # a condition on the joined columns
+    between_filter: str | None      # a condition on the first level's, between the levels
     select: list[str] | None        # the final select's expressions
     n_batches: int
 
@@ -40,7 +41,14 @@ class ChangelogShape:
                            for i, spec in enumerate(self.inputs))
         return (f"inputs [{inputs}] kinds={self.kinds[1:]} parents={self.parents[1:]} "
                 f"input_filters={self.input_filters} above_filter={self.above_filter!r} "
+                f"between_filter={self.between_filter!r} "
                 f"select={self.select} batches={self.n_batches}")
+
+    def identity(self) -> list[str]:
+        """The output identity's columns: every input's row id, as the select names it."""
+        renamed = dict(expression.split(" AS ") for expression in self.select or ()
+                       if " AS " in expression)
+        return [renamed.get(name, name) for spec in self.inputs for name in spec.row_id]
 
     def build(self, frames: list[DataFrame]) -> DataFrame:
         frames = [frame.where(self.input_filters[i]) if i in self.input_filters else frame
@@ -53,6 +61,8 @@ class ChangelogShape:
                 joined = frames[j].join(joined, on, "right_outer")
             else:
                 joined = joined.join(frames[j], on, self.kinds[j])
+            if self.between_filter and j + 1 < len(frames) and self.inputs[j + 1].key != key:
+                joined = joined.where(self.between_filter)
         if self.above_filter:
             joined = joined.where(self.above_filter)
         return joined.selectExpr(*self.select) if self.select else joined
@@ -72,7 +82,8 @@ def random_changelog_shape(rng: random.Random) -> ChangelogShape:
     filters = {i: rng.choice([f"w{i} >= 1", f"w{i} <> 2", f"v{i} < 7"])
                for i in range(n) if rng.random() < 0.35}
     return ChangelogShape(inputs, kinds, parents, filters, _above_filter(rng, n),
-                          _select(rng, inputs), rng.randint(4, 6))
+                          _above_filter(rng, first) if first < n else None,
+                          _select(rng, inputs), rng.randint(4, 5))
 
 
 def _random_level(rng: random.Random, joined: range, members: list[int], kinds: list[str],
@@ -118,3 +129,10 @@ def _select(rng: random.Random, inputs: list[ChangelogSpec]) -> list[str] | None
         chosen.append(f"coalesce(v{a}, 0) + coalesce(v{b}, 0) AS s")
     rng.shuffle(chosen)
     return chosen
+
+
+def random_case(seed: int) -> tuple[ChangelogShape, list[Changes]]:
+    """The random shape of `seed` and its inputs' changes."""
+    rng = random.Random(4700 + seed)
+    shape = random_changelog_shape(rng)
+    return shape, [random_changes(rng, spec, shape.n_batches) for spec in shape.inputs]
