@@ -1,5 +1,5 @@
-"""One call per input for each format of changes users have: Delta's change data feed, upsert
-streams and append-only inputs. Each shapes its input into change rows (`shape_*`, which
+"""One call per input for each format of changes users have: Delta's change data feed, Debezium,
+upsert streams and append-only inputs. Each shapes its input into change rows (`shape_*`, which
 runs nothing and needs no JVM class of ours, so it is tested alone) and declares them."""
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from spark_multijoin.changelog._columns import (
     not_taken,
     same_name,
 )
+from spark_multijoin.changelog._debezium import shape_debezium
 from spark_multijoin.changelog._declare import CHANGE_TYPE_COLUMN
 
 # The columns a stream read of Delta's change data feed adds to the table's.
@@ -60,6 +61,31 @@ def shape_delta_cdf(df: DataFrame, row_id: str | Sequence[str],
     consumed = tuple(name for name in DELTA_COLUMNS[1:] if name not in versions)
     ids_apart(ids, [*versions, *DELTA_COLUMNS])
     return Shaped(df, ids, versions, consumed, "delta")
+
+
+def debezium(df: DataFrame, row_id: str | Sequence[str], *,
+             row_version: str | Sequence[str] | None = None) -> DataFrame:
+    """`df`, a stream of Debezium change events, declared a changelog of the table they change.
+
+    `df` has Debezium's envelope as columns (the message value parsed, e.g. with `from_json`):
+    `op`, `before` and `after` (structs of the table's columns), and `source` (a struct) and
+    `ts_ms` for the row version. Each message becomes change rows of the table's columns and
+    `_change_type`: `c` and `r` an `insert` of `after`; `u` an `update_preimage` of `before`
+    and an `update_postimage` of `after`, or, without `before` (no REPLICA IDENTITY FULL),
+    an `upsert` of `after`; `d` a `delete` of `before`. A tombstone (null `op`, as for a null
+    message value) is dropped. `row_id` names columns of the table.
+
+    A message that cannot be applied stops the query: an `op` none of `c`, `r`, `u`, `d` (a
+    truncate's `t`, a `m` message), or a `c`, `r` or `u` without `after`, or a `d` without
+    `before`, fails with an error (`raise_error`) naming the `op` and the row id's values;
+    filter such messages out first if they are expected.
+
+    `row_version` names columns of `df` or fields of its structs, compared in order; it
+    defaults to `source.lsn` where `source` has it (PostgreSQL), else to `ts_ms` (the
+    connector's time in milliseconds: two changes of a row within one millisecond are then
+    unordered, so give a finer version where the database has one). They are integers.
+    """
+    return declared(shape_debezium(df, row_id, row_version))
 
 
 def upsert(df: DataFrame, row_id: str | Sequence[str], *,
