@@ -8,7 +8,6 @@ import re
 from collections import Counter
 
 import pytest
-from py4j.java_gateway import JavaClass
 from pyspark.sql import functions as F
 
 from spark_multijoin import changelog
@@ -213,14 +212,14 @@ def test_insert_only_rows_are_inserts_at_version_zero(spark):
 
 # --- declared -------------------------------------------------------------------------------
 
-def test_each_call_declares_the_current_rows(spark):
-    """Runs where the session's jar has `Changelogs`: each format's current rows are the
-    table's columns, without the change columns."""
-    if not isinstance(spark._jvm.io.github.sparkmultijoin.Changelogs, JavaClass):
-        pytest.skip("the session's jar has no io.github.sparkmultijoin.Changelogs")
-    debezium = spark.createDataFrame([], ENVELOPE)
-    upserts = spark.createDataFrame([], UPSERTS)
-    assert changelog.debezium(debezium, "id").columns == ["id", "name"]
+def test_each_call_declares_the_current_rows(spark, tmp_path):
+    """Each format's current rows are the table's columns, without the change columns."""
+    def stream(schema):
+        return spark.readStream.schema(schema).json(str(tmp_path))
+    upserts = stream(UPSERTS)
+    assert changelog.debezium(stream(ENVELOPE), "id").columns == ["id", "name"]
     assert changelog.upsert(upserts, "key").columns == ["key", "name", "qty"]
-    assert changelog.delta_cdf(spark.createDataFrame([], DELTA), "id").columns == ["id", "name"]
+    assert changelog.delta_cdf(stream(DELTA), "id").columns == ["id", "name"]
     assert changelog.insert_only(upserts, "key").columns == upserts.columns
+    with pytest.raises(Exception, match="not a stream"):
+        changelog.delta_cdf(spark.createDataFrame([], DELTA), "id")
