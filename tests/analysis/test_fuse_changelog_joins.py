@@ -12,6 +12,9 @@ from pyspark.sql import functions as F
 
 from spark_multijoin import changelog, fusion_report
 
+# Analysis of changelog joins is one rule on every line, which plans no micro-batch here.
+pytestmark = pytest.mark.one_line
+
 ORDERS = "oid int, cid int, amount int, v long, _change_type string"
 CUSTOMERS = "cid int, name string, v long, _change_type string"
 
