@@ -13,10 +13,10 @@ from pyspark.sql import functions as F
 from spark_multijoin import changelog
 from spark_multijoin.changelog._debezium import shape_debezium
 from spark_multijoin.changelog._formats import (shape_delta_cdf, shape_insert_only,
+                                                shape_upsert)
 
 # The formats are the same Python and DataFrame functions on every line.
 pytestmark = pytest.mark.one_line
-                                                shape_upsert)
 
 TABLE = "struct<id: int, name: string>"
 ENVELOPE = (f"op string, before {TABLE}, after {TABLE}, "
