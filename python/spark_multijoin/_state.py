@@ -25,7 +25,8 @@ def read_state(spark: SparkSession, checkpoint_location: str | os.PathLike[str],
     `batch_id` chooses the state after that micro-batch (default: the last committed one);
     `operator_id` the multi-join (default: the checkpoint's only one; with several, the error
     names their ids). The query need not run: this reads the checkpoint of a stopped query.
-    Stored rows are the input rows with a non-null key that are not evicted. Needs a classic
+    Stored rows are the input rows with a non-null key that are not evicted; of a changelog
+    join, the input's current rows. Needs a classic
     (not Spark Connect) session with spark-multijoin's jar.
     """
     jvm = spark._jvm  # type: ignore[attr-defined]

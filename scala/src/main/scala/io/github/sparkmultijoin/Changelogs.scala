@@ -33,6 +33,9 @@ object Changelogs {
       consumed: java.util.List[String],
       format: String): DataFrame = {
     val plan = frame.asInstanceOf[classic.Dataset[_]].queryExecution.analyzed
+    if (!plan.isStreaming) throw new ChangelogJoinException(s"The $format changelog is not a " +
+      "stream: a changelog input is a stream of changes (readStream); a table's current rows " +
+      "are what a batch query joins.")
     val resolver = frame.sparkSession.sessionState.conf.resolver
     def column(role: String)(name: String): Attribute =
       plan.output.find(a => resolver(a.name, name)).getOrElse(throw new ChangelogJoinException(

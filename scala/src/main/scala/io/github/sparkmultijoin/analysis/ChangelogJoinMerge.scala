@@ -2,6 +2,7 @@ package io.github.sparkmultijoin.analysis
 
 import io.github.sparkmultijoin.analysis.ChangelogSides.{asInput, peel}
 import io.github.sparkmultijoin.logical.ChangelogJoin
+import io.github.sparkmultijoin.optimizer.FusionVerdict
 
 import org.apache.spark.sql.catalyst.expressions.{AliasHelper, And, AttributeSet, EqualTo, Expression, NamedExpression, PredicateHelper}
 import org.apache.spark.sql.catalyst.plans.{FullOuter, Inner, JoinType, LeftOuter, RightOuter}
@@ -45,6 +46,12 @@ private[analysis] object ChangelogJoinMerge extends PredicateHelper with AliasHe
     val (lg, rg) = (l.getOrElse(input(left, key.map(_._1))),
       r.getOrElse(input(right, key.map(_._2))))
     val merged = this.merged(lg, rg, join.joinType, on, key)
+    merged.setTagValue(FusionVerdict.Tag,
+      ChangelogVerdicts(merged,
+        Seq((left, lg, l.isEmpty, pairs.map(_._1)), (right, rg, r.isEmpty, pairs.map(_._2))).map {
+          case (side, g, stacked, keys) =>
+            (side, g.join, stacked, stacked && group(side, keys, on, Inner, isLeft = true).isEmpty)
+        }, join.joinType))
     val columns = (lg.columns ++ rg.columns).map(ChangelogJoin.nullabilityOf(merged.output))
     if (columns == merged.joinedOutput) merged else Project(columns, merged)
   }

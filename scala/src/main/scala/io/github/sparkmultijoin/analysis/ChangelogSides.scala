@@ -4,7 +4,7 @@ import io.github.sparkmultijoin.logical.{ChangelogInput, ChangelogJoin}
 import io.github.sparkmultijoin.model.JoinTree
 
 import org.apache.spark.sql.catalyst.expressions.{Alias, AliasHelper, And, Attribute, Cast, Coalesce, CreateArray, Expression, Literal, NamedExpression}
-import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, Project, SubqueryAlias}
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, Project, SubqueryAlias, View}
 import org.apache.spark.sql.types.LongType
 
 /**
@@ -20,6 +20,7 @@ private[analysis] object ChangelogSides extends AliasHelper {
 
   def peel(plan: LogicalPlan): Option[Side] = plan match {
     case SubqueryAlias(_, child) => peel(child)
+    case view: View => peel(view.child)
     case Project(list, child) => peel(child).map { side =>
         val aliases = getAliasMap(side.columns)
         side.copy(columns = list.map(replaceAliasButKeepName(_, aliases)))

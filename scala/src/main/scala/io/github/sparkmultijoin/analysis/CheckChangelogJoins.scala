@@ -2,7 +2,7 @@ package io.github.sparkmultijoin.analysis
 
 import io.github.sparkmultijoin.logical.{ChangelogInput, ChangelogJoin}
 
-import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, Project, RepartitionOperation, SubqueryAlias}
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, Project, RepartitionOperation, SubqueryAlias, View}
 
 /**
  * Refuses an operator over the changes of a changelog join or input other than the ones that
@@ -27,7 +27,7 @@ object CheckChangelogJoins extends (LogicalPlan => Unit) {
 
   // Sinks take the changes as rows, which is what they are; a join of changelogs is one.
   private def reads(node: LogicalPlan): Boolean = node match {
-    case _: ChangelogJoin | _: SubqueryAlias | _: ChangelogInput => true
+    case _: ChangelogJoin | _: SubqueryAlias | _: View | _: ChangelogInput => true
     case _: Project | _: Filter | _: RepartitionOperation => true
     case other => other.nodeName.startsWith("WriteTo") || other.getClass.getName.contains("Sink")
   }
@@ -36,6 +36,7 @@ object CheckChangelogJoins extends (LogicalPlan => Unit) {
     case cj: ChangelogJoin => !cj.raw
     case _: ChangelogInput => true
     case SubqueryAlias(_, child) => carriesChanges(child)
+    case view: View => carriesChanges(view.child)
     case Project(_, child) => carriesChanges(child)
     case Filter(_, child) => carriesChanges(child)
     case _ => false

@@ -37,15 +37,16 @@ private[analysis] object MergedTree {
    */
   def apply(left: JoinTree, right: JoinTree, n: Int, joinType: JoinType,
       read: Set[Int]): JoinTree = {
-    val shifted = JoinTree(right.parents.map(_.map(_ + n)), right.outerOrder.map(_ + n),
-      right.fullOuter.map(_ + n))
+    // The right side's inputs come after the left's n.
+    val (rightParents, rightOrder, rightFull) = (right.parents.map(_.map(_ + n)),
+      right.outerOrder.map(_ + n), right.fullOuter.map(_ + n))
     def parentAmong(tree: JoinTree, offset: Int, itself: Int): Option[Int] = {
       val order = (tree.innerInputs ++ tree.outerOrder).map(_ + offset)
       Some(order.filter(i => i != itself && read.contains(i)).lastOption.getOrElse(order.head))
     }
     joinType match {
-      case Inner => JoinTree(left.parents ++ shifted.parents,
-          left.outerOrder ++ shifted.outerOrder, left.fullOuter ++ shifted.fullOuter)
+      case Inner => JoinTree(left.parents ++ rightParents, left.outerOrder ++ rightOrder,
+          left.fullOuter ++ rightFull)
       case LeftOuter | FullOuter if right.parents.length == 1 =>
         JoinTree(left.parents :+ parentAmong(left, 0, n), left.outerOrder :+ n,
           left.fullOuter ++ Some(n).filter(_ => joinType == FullOuter))

@@ -136,26 +136,14 @@ case class ChangelogMultiJoinExec(
     }
     val state = new CurrentRowsState(store, keyTypes, shape.widths, shape.rowIds.map(_.length))
     val changes = new ChangelogChanges(shape, keyTypes, description)
-    val join = new CurrentRowsJoin(shape)
-    val emit = new ChangeRows(shape, batchId)
+    val (join, emit) = (new CurrentRowsJoin(shape), new ChangeRows(shape, batchId))
     val out = mutable.ArrayBuffer.empty[InternalRow]
-    var updated = 0L
     changes.byKey(tagged).foreach { case (key, keyChanges) =>
-      val applied = ChangelogChanges.stored(state, key)
-      val before = join.rows(ChangelogChanges.currentRows(applied, shape.numInputs))
-      val writes = changes.apply(keyChanges, applied).toMap
-      writes.foreach { case ((input, id), entry) => state.put(key, input, id, entry, batchId) }
-      updated += writes.size
-      if (writes.nonEmpty) {
-        out ++= emit.diff(before,
-          join.rows(ChangelogChanges.currentRows(applied,
-            shape.numInputs)))
-      }
+      out ++= changedRows(key, keyChanges, state, changes, join, emit, batchId)
     }
     metric(COMMIT_TIME_MS) += timeTakenMs(state.commit())
     StateStoreShim.committedCheckpoint(store, conf).foreach(setStateStoreCheckpointInfo)
     metric(NUM_OUTPUT_ROWS) += out.length
-    metric(NUM_UPDATED_STATE_ROWS) += updated
     metric(NUM_TOTAL_STATE_ROWS) += state.numStoredKeys
     metric(NUM_OUTDATED_CHANGES) += changes.numOutdated
     metric(NUM_IDEMPOTENT_CHANGES) += changes.numIdempotent
@@ -163,6 +151,33 @@ case class ChangelogMultiJoinExec(
     setStoreCustomMetrics(store.metrics.customMetrics)
     setOperatorMetrics()
     out.iterator
+  }
+
+  /**
+   * Applies a key's changes to the state and returns the key's change rows. Under a key with a
+   * null, rows join nothing (every join condition holds the key's equality), so only the rows
+   * changed are joined, not all the rows with a null key.
+   */
+  private def changedRows(
+      key: UnsafeRow,
+      keyChanges: Seq[Change],
+      state: CurrentRowsState,
+      changes: ChangelogChanges,
+      join: CurrentRowsJoin,
+      emit: ChangeRows,
+      batchId: Long): Iterator[InternalRow] = {
+    val stored = ChangelogChanges.stored(state, key)
+    val applied = if (!key.anyNull) stored
+    else {
+      val changed = keyChanges.map(change => (change.input, change.id)).toSet
+      stored.filter { case (slot, _) => changed.contains(slot) }
+    }
+    val before = join.rows(ChangelogChanges.currentRows(applied, shape.numInputs))
+    val writes = changes.apply(keyChanges, applied).toMap
+    writes.foreach { case ((input, id), entry) => state.put(key, input, id, entry, batchId) }
+    metric(NUM_UPDATED_STATE_ROWS) += writes.size
+    if (writes.isEmpty) Iterator.empty
+    else emit.diff(before, join.rows(ChangelogChanges.currentRows(applied, shape.numInputs)))
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): ChangelogMultiJoinExec =

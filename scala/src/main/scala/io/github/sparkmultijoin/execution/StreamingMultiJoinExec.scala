@@ -80,10 +80,7 @@ case class StreamingMultiJoinExec(
 
   override def shortName: String = MultiJoin.OperatorName
 
-  override def output: Seq[Attribute] = inputs.zipWithIndex.flatMap {
-    case (columns, input) if tree.isNullable(input) => columns.map(_.withNullability(true))
-    case (columns, _) => columns
-  }
+  override def output: Seq[Attribute] = tree.joinedColumns(inputs)
 
   // The inputs' columns reach the operator inside the tagged rows, not as its child's columns.
   override def producedAttributes: AttributeSet = AttributeSet(inputs.flatten)

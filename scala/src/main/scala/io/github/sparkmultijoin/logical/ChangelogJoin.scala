@@ -50,10 +50,7 @@ case class ChangelogJoin(
   def currentColumns(input: Int): Seq[Attribute] = children(input).output.take(widths(input))
 
   /** The columns of the join: each input's current row, nullable where it may be padded. */
-  def joinedOutput: Seq[Attribute] = children.indices.flatMap { input =>
-    val columns = currentColumns(input)
-    if (tree.isNullable(input)) columns.map(_.withNullability(true)) else columns
-  }
+  def joinedOutput: Seq[Attribute] = tree.joinedColumns(children.indices.map(currentColumns))
 
   /** The output identity: each input's row id columns, as the join has them. */
   def identity: Seq[Attribute] = {

@@ -56,10 +56,7 @@ case class MultiJoin(
   def outerConditions: Seq[Option[Expression]] =
     children.indices.map(input => Some(onClauses(input)).filter(_ => tree.isOuter(input)))
 
-  override def output: Seq[Attribute] = children.zipWithIndex.flatMap {
-    case (child, input) if tree.isNullable(input) => child.output.map(_.withNullability(true))
-    case (child, _) => child.output
-  }
+  override def output: Seq[Attribute] = tree.joinedColumns(children.map(_.output))
 
   override lazy val resolved: Boolean =
     childrenResolved && keys.forall(_.forall(_.resolved)) && condition.forall(_.resolved) &&

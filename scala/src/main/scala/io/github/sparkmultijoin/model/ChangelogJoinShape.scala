@@ -34,10 +34,7 @@ case class ChangelogJoinShape(
   def currentColumns(input: Int): Seq[Attribute] = inputs(input).take(widths(input))
 
   /** The columns of the join: each input's current row, nullable where it may be padded. */
-  def joinedOutput: Seq[Attribute] = inputs.indices.flatMap { input =>
-    val columns = currentColumns(input)
-    if (tree.isNullable(input)) columns.map(_.withNullability(true)) else columns
-  }
+  def joinedOutput: Seq[Attribute] = tree.joinedColumns(inputs.indices.map(currentColumns))
 
   /**
    * Whether `input`'s key is a function of its row id, so that a change of a row cannot move

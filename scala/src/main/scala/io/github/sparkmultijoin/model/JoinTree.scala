@@ -1,5 +1,7 @@
 package io.github.sparkmultijoin.model
 
+import org.apache.spark.sql.catalyst.expressions.Attribute
+
 /**
  * How the inputs of a multi-join are joined: derived once by the rule from the chain of binary
  * joins it replaces, and read by the operator.
@@ -65,6 +67,13 @@ case class JoinTree(
    * them.
    */
   def alwaysPresent: Set[Int] = if (fullOuter.isEmpty) innerInputs.toSet else Set.empty
+
+  /** The joined columns of inputs with `columns`: nullable where an input may be padded. */
+  def joinedColumns(columns: Seq[Seq[Attribute]]): Seq[Attribute] =
+    columns.zipWithIndex.flatMap {
+      case (inputColumns, input) if isNullable(input) => inputColumns.map(_.withNullability(true))
+      case (inputColumns, _) => inputColumns
+    }
 }
 
 object JoinTree {

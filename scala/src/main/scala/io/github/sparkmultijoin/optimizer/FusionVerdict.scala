@@ -263,6 +263,33 @@ object FusionVerdict {
     protected def more: Seq[(String, VerdictArg)] = Nil
   }
 
+  // Changelog joins, made in analysis (FuseChangelogJoins).
+
+  /** Changelog inputs joined in one changelog join on `key`, each with its declaration. */
+  case class ChangelogJoined(inputs: Seq[Input], declarations: Seq[String], key: Seq[String])
+    extends FusionVerdict {
+    def code: String = "CHANGELOG_JOINED"
+    def args: Seq[(String, VerdictArg)] = Seq(
+      "inputs" -> list(inputs.zip(declarations).map { case (joined, declaration) =>
+        part("CHANGELOG_JOINED.INPUT", "input" -> input(joined), "declaration" -> text(declaration))
+      }),
+      "key" -> list(key.map(text)))
+  }
+
+  /**
+   * The changelog join of `inputs` is read as one input, its changes, of the `joinType` join
+   * above it: that join is on another key (`otherKey`), or its shape is not one tree.
+   */
+  case class ChangelogStacked(inputs: Seq[Input], joinType: JoinType, otherKey: Boolean)
+    extends FusionVerdict {
+    def code: String = "CHANGELOG_STACKED"
+    def args: Seq[(String, VerdictArg)] = Seq(
+      "inputs" -> inputList(inputs),
+      "joinType" -> text(joinType.sql),
+      "why" -> text(VerdictTemplates.fill(
+        if (otherKey) "CHANGELOG_STACKED.OTHER_KEY" else "CHANGELOG_STACKED.JOIN_SHAPE", Nil)))
+  }
+
   /** The words of `verdict`: its code's template filled with its arguments' text. */
   def render(verdict: FusionVerdict): String =
     VerdictTemplates.fill(verdict.code, verdict.args.map { case (name, arg) => name -> arg.text })

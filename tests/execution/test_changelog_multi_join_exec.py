@@ -1,0 +1,136 @@
+"""The changelog join's operator on hand-made changes: what it does with CDC's duplicate and
+out-of-order deliveries, the errors that name a bad change, restarts with another declaration,
+and its state as `read_state` shows it. The randomized differential test is
+tests/changelog/test_changelog_joins.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pyspark.errors import StreamingQueryException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from spark_multijoin import changelog, read_state
+from spark_multijoin.testing import Inputs
+
+SCHEMAS = ["oid int, cid int, amount int, v long, _change_type string",
+           "cid int, name string, v long, _change_type string"]
+
+
+def _change(kind: str, version: int, **row) -> dict:
+    return {**row, "v": version, "_change_type": kind}
+
+
+def _joined(frames: list[DataFrame]) -> DataFrame:
+    orders = changelog.declare(frames[0], "oid", "v").alias("o")
+    customers = changelog.declare(frames[1], "cid", "v").alias("c")
+    return orders.join(customers, F.col("o.cid") == F.col("c.cid"), "left").select(
+        "o.oid", "o.amount", F.col("c.cid").alias("ccid"), "c.name")
+
+
+def _run(spark: SparkSession, inputs: Inputs, checkpoint: Path) -> tuple[dict, dict]:
+    """Runs the join over every batch written; returns the changes applied by identity, and
+    the changelog join's custom metrics summed over the micro-batches."""
+    applied: dict[tuple, tuple] = {}
+
+    def apply(batch: DataFrame, _: int) -> None:
+        for row in batch.collect():
+            values = row.asDict()
+            identity = (values["oid"], values["ccid"])
+            if values.pop("_change_type") == "delete":
+                applied.pop(identity, None)
+            else:
+                applied[identity] = tuple(values.values())
+
+    query = (_joined(inputs.streams(spark)).writeStream.foreachBatch(apply)
+             .option("checkpointLocation", str(checkpoint)).start())
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    totals: dict[str, int] = {}
+    for progress in query.recentProgress:
+        for operator in progress["stateOperators"]:
+            for name, value in operator["customMetrics"].items():
+                totals[name] = totals.get(name, 0) + value
+    return applied, totals
+
+
+def _batch_query(spark: SparkSession, orders: list[tuple], customers: list[tuple]) -> set:
+    frames = [spark.createDataFrame(rows, schema.rsplit(", v long", 1)[0]) for rows, schema in
+              zip((orders, customers), SCHEMAS)]
+    o, c = frames[0].alias("o"), frames[1].alias("c")
+    joined = o.join(c, F.col("o.cid") == F.col("c.cid"), "left")
+    return set(map(tuple, joined.select("o.oid", "o.amount", "c.cid", "c.name").collect()))
+
+
+def test_duplicates_and_late_changes_apply_once(spark: SparkSession, tmp_path: Path) -> None:
+    inputs = Inputs(tmp_path / "in", SCHEMAS)
+    inputs.write_batch(0, 0, [_change("insert", 1, oid=1, cid=10, amount=5),
+                              _change("insert", 2, oid=2, cid=20, amount=7)])
+    inputs.write_batch(1, 0, [_change("insert", 1, cid=10, name="a"),
+                              _change("delete", 5, cid=99, name=None)])   # never seen
+    inputs.write_batch(0, 1, [_change("insert", 1, oid=1, cid=10, amount=5),   # duplicate
+                              _change("insert", 3, oid=2, cid=20, amount=8),   # live: upsert
+                              _change("delete", 0, oid=2, cid=20, amount=7)])  # late, older
+    inputs.write_batch(1, 1, [_change("update_preimage", 2, cid=10, name="a"),
+                              _change("update_postimage", 2, cid=10, name="b"),
+                              _change("insert", 1, cid=99, name="z")])  # older than its delete
+    applied, metrics = _run(spark, inputs, tmp_path / "checkpoint")
+    expected = _batch_query(spark, [(1, 10, 5), (2, 20, 8)], [(10, "b")])
+    assert set(applied.values()) == expected
+    assert metrics["numOutdatedChanges"] == 3
+    assert metrics["numIdempotentChanges"] == 2
+
+
+@pytest.mark.parametrize("change, says", [
+    (_change("insert", 1, oid=None, cid=10, amount=1), r"input 0 \(changelog\) with row id "
+                                                       r"\[oid=null\] has a null in its row id"),
+    (_change("merge", 1, oid=3, cid=10, amount=1), r"row id \[oid=3\] has the type 'merge'"),
+    ({"oid": 4, "cid": 10, "_change_type": "insert"}, r"row id \[oid=4\] has a null row version"),
+])
+def test_a_bad_change_fails_naming_it(spark: SparkSession, tmp_path: Path, change: dict,
+                                      says: str) -> None:
+    inputs = Inputs(tmp_path / "in", SCHEMAS)
+    inputs.write_batch(0, 0, [change])
+    inputs.write_batch(1, 0, [])
+    with pytest.raises(StreamingQueryException, match=says):
+        _run(spark, inputs, tmp_path / "checkpoint")
+
+
+def test_a_restart_with_another_row_id_is_refused(spark: SparkSession, tmp_path: Path) -> None:
+    inputs = Inputs(tmp_path / "in", SCHEMAS)
+    inputs.write_batch(0, 0, [_change("insert", 1, oid=1, cid=10, amount=5)])
+    inputs.write_batch(1, 0, [_change("insert", 1, cid=10, name="a")])
+    _run(spark, inputs, tmp_path / "checkpoint")
+    inputs.write_batch(0, 1, [_change("insert", 2, oid=2, cid=10, amount=5)])
+    redeclared = ["oid int, cid int, amount int, v long, _change_type string",
+                  "cid int, name string, v long, _change_type string"]
+    frames = Inputs(tmp_path / "in", redeclared).streams(spark)
+    orders = changelog.declare(frames[0], ["oid", "amount"], "v").alias("o")
+    customers = changelog.declare(frames[1], "cid", "v").alias("c")
+    joined = orders.join(customers, F.col("o.cid") == F.col("c.cid"), "left")
+    query = (joined.writeStream.foreachBatch(lambda *_: None)
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).start())
+    with pytest.raises(StreamingQueryException,
+                       match="the row id of its input 0 was oid, now oid, amount"):
+        query.processAllAvailable()
+
+
+def test_read_state_shows_the_live_rows(spark: SparkSession, tmp_path: Path) -> None:
+    inputs = Inputs(tmp_path / "in", SCHEMAS)
+    inputs.write_batch(0, 0, [_change("insert", 1, oid=1, cid=10, amount=5),
+                              _change("insert", 2, oid=2, cid=20, amount=7)])
+    inputs.write_batch(1, 0, [_change("insert", 1, cid=10, name="a")])
+    inputs.write_batch(0, 1, [_change("update_preimage", 3, oid=1, cid=10, amount=5),
+                              _change("update_postimage", 3, oid=1, cid=20, amount=6),
+                              _change("delete", 4, oid=2, cid=20, amount=7)])
+    inputs.write_batch(1, 1, [_change("delete", 2, cid=10, name="a")])
+    _run(spark, inputs, tmp_path / "checkpoint")
+    orders = read_state(spark, tmp_path / "checkpoint", 0).select("oid", "cid", "amount")
+    customers = read_state(spark, tmp_path / "checkpoint", 1)
+    assert set(map(tuple, orders.collect())) == {(1, 20, 6)}
+    assert customers.count() == 0
