@@ -100,7 +100,7 @@ def ten_way_left_join(frames):
 def test_ten_way_left_join_of_upserts_is_one_operator(spark, tmp_path):
     rng = random.Random(10)
     specs = [KeyedUpserts(i) for i in range(10)]
-    changes = [keyed_upserts(rng, spec, 4) for spec in specs]
+    changes = [keyed_upserts(rng, spec, 3) for spec in specs]
     inputs = write_changes(tmp_path / "inputs", specs, changes)
     frame = ten_way_left_join(declared_streams(spark, specs, inputs, format="upsert"))
     run = run_changelog_join(frame, tmp_path / "checkpoint")
