@@ -18,8 +18,10 @@ from pyspark.sql import functions as F
 from support.changelog_runs import (check_changes, declared_streams, expected_of_shape,
                                     expected_tables, run_changelog_join, write_changes)
 from support.changelog_shapes import ChangelogShape, random_case
-from support.changelogs import CHANGE_TYPE, VERSION, ChangelogSpec, current_rows, random_changes
+from support.changelogs import (CHANGE_TYPE, VERSION, ChangelogSpec, current_rows,
+                                ignored_changes, random_changes)
 from support.line_share import seeds
+from support.metrics import progress_key
 
 
 def run_and_check(spark, tmp_path, shape: ChangelogShape, changes, context: str) -> None:
@@ -32,6 +34,11 @@ def run_and_check(spark, tmp_path, shape: ChangelogShape, changes, context: str)
     assert sorted(run.identity) == sorted(shape.identity()), context
     expected = expected_of_shape(spark, shape, changes, run.columns)
     check_changes(run.columns, run.identity, run.batches, expected, context)
+    # The changes the rule ignores, and only those, are outdated: the lower join of a stacked
+    # shape emits none.
+    outdated = progress_key(spark, "NUM_OUTDATED_CHANGES")
+    assert run.metric_total(outdated) == sum(
+        ignored_changes(spec, c.batches) for spec, c in zip(shape.inputs, changes)), context
 
 
 @pytest.mark.parametrize("seed", seeds(range(12)))

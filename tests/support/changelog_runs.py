@@ -9,6 +9,7 @@ must be the batch query's answer over the current rows as of that batch.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -32,10 +33,16 @@ class ChangelogRun:
     identity: list[str]         # the output identity's columns, as the change type names them
     batches: list[list[tuple]]  # per micro-batch, the rows it emitted
     plan: str
+    progress: list[dict]
 
     @property
     def operator_count(self) -> int:
         return len(re.findall(r"ChangelogMultiJoin input0 ", self.plan))
+
+    def metric_total(self, key: str) -> int:
+        """The custom metric `key` of every changelog join, summed over the micro-batches."""
+        return sum(entry["customMetrics"][key] for progress in self.progress
+                   for entry in progress["stateOperators"])
 
 
 def write_changes(root: Path, specs: list[ChangelogSpec],
@@ -65,12 +72,14 @@ def run_changelog_join(frame: DataFrame, checkpoint: Path) -> ChangelogRun:
     try:
         query.awaitTermination()
         plan = query._jsq.explainInternal(False)
+        progress = [json.loads(p.json) for p in query.recentProgress]
     finally:
         query.stop()
     assert sorted(emitted) == list(range(len(emitted))), f"micro-batches {sorted(emitted)}"
     assert frame.columns[-1] == CHANGE_TYPE, frame.columns
     identity = list(frame.schema[CHANGE_TYPE].metadata[IDENTITY_KEY])
-    return ChangelogRun(frame.columns[:-1], identity, [emitted[b] for b in sorted(emitted)], plan)
+    return ChangelogRun(frame.columns[:-1], identity, [emitted[b] for b in sorted(emitted)], plan,
+                        progress)
 
 
 def expected_tables(spark: SparkSession, build: Callable[[list[DataFrame]], DataFrame],

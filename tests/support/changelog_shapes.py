@@ -79,7 +79,7 @@ def random_changelog_shape(rng: random.Random) -> ChangelogShape:
     if first < n:
         _random_level(rng, range(first, n), [rng.randrange(first)] + list(range(first, n)),
                       kinds, parents)
-    filters = {i: rng.choice([f"w{i} >= 1", f"w{i} <> 2", f"v{i} < 7"])
+    filters = {i: rng.choice([f"w{i} >= 1", f"w{i} <> 2", f"v{i} < 7", f"p{i} <> 1"])
                for i in range(n) if rng.random() < 0.35}
     return ChangelogShape(inputs, kinds, parents, filters, _above_filter(rng, n),
                           _above_filter(rng, first) if first < n else None,

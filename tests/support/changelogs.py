@@ -1,5 +1,5 @@
 """Changelog inputs for the changelog joins' tests: random change streams, and the reference model
-that reads them as the operator must (docs: issue 47's version rule).
+that reads them as the operator must (docs/changelog-joins.md, "Order of changes").
 
 An input i has columns id<i> (row id), k<i> (the key of the joins below), p<i> (the key of a
 join stacked over them), w<i> (a column filters read) and v<i>, then the change columns `ver`
@@ -61,18 +61,27 @@ def rank(change: dict) -> int:
     return 0 if change[CHANGE_TYPE] in REMOVES else 1
 
 
-def apply_changes(table: dict, changes: list[dict], spec: ChangelogSpec) -> None:
+def apply_changes(table: dict, changes: list[dict], spec: ChangelogSpec) -> int:
     """Applies one micro-batch's `changes` to `table` (identity -> ((version, rank), row or
     None)) by the version rule, in version order, as the batch's order in a file means
-    nothing."""
+    nothing; returns how many it ignored."""
+    ignored = 0
     for change in sorted(changes, key=lambda c: (c[VERSION], rank(c))):
         identity = tuple(change[name] for name in spec.row_id)
         order = (change[VERSION], rank(change))
         last = table.get(identity)
         if last is not None and order <= last[0]:
-            continue  # a duplicate delivery or a late older version
+            ignored += 1  # a duplicate delivery or a late older version
+            continue
         row = None if rank(change) == 0 else {name: change[name] for name in spec.columns}
         table[identity] = (order, row)
+    return ignored
+
+
+def ignored_changes(spec: ChangelogSpec, batches: list[list[dict]]) -> int:
+    """How many of the input's changes the version rule ignores."""
+    table: dict = {}
+    return sum(apply_changes(table, changes, spec) for changes in batches)
 
 
 def current_rows(spec: ChangelogSpec, batches: list[list[dict]]) -> list[list[dict]]:
