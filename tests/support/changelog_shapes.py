@@ -38,6 +38,7 @@ class ChangelogShape:
 
     def describe(self) -> str:
         inputs = ", ".join(f"{i}:{spec.key}{'/upsert' if spec.upsert else ''}"
+                           f"{'/id+key' if spec.id_holds_key else ''}"
                            for i, spec in enumerate(self.inputs))
         return (f"inputs [{inputs}] kinds={self.kinds[1:]} parents={self.parents[1:]} "
                 f"input_filters={self.input_filters} above_filter={self.above_filter!r} "
@@ -72,8 +73,11 @@ def random_changelog_shape(rng: random.Random) -> ChangelogShape:
     n = rng.randint(2, 6)
     # Inputs [0, first) are joined on k; the others, if any, on p, stacked.
     first = n if n < 3 or rng.random() < 0.5 else rng.randint(2, n - 1)
-    inputs = [ChangelogSpec(i, "k" if i < first else "p", upsert=rng.random() < 0.25)
-              for i in range(n)]
+    inputs = []
+    for i in range(n):
+        upsert = rng.random() < 0.3
+        inputs.append(ChangelogSpec(i, "k" if i < first else "p", upsert,
+                                    id_holds_key=rng.random() < (0.5 if upsert else 0.2)))
     kinds, parents = [""], [0]
     _random_level(rng, range(1, first), list(range(first)), kinds, parents)
     if first < n:

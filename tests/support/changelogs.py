@@ -3,9 +3,9 @@ that reads them as the operator must (docs/changelog-joins.md, "Order of changes
 
 An input i has columns id<i> (row id), k<i> (the key of the joins below), p<i> (the key of a
 join stacked over them), w<i> (a column filters read) and v<i>, then the change columns `ver`
-and `_change_type`. A CDF input is identified by id<i> and changes by insert, update_preimage +
-update_postimage (at one version) and delete; an upsert input is identified by its id and its
-join key, and changes by upsert and delete (which carries its row id alone).
+and `_change_type`. Its row id is id<i>, or id<i> and its join key. A CDF input changes by
+insert, update_preimage + update_postimage (at one version) and delete; an upsert input by
+upsert and delete (which carries its row id alone).
 
 The model is the rule of the issue, kept apart from the operator's code: a change applies if its
 (version, rank) is greater than the last applied one of its identity (removes rank 0, puts 1),
@@ -31,6 +31,7 @@ class ChangelogSpec:
     index: int
     key: str
     upsert: bool = False
+    id_holds_key: bool = False  # the row id is id<i> and the join key; otherwise id<i>
 
     def column(self, name: str) -> str:
         return f"{name}{self.index}"
@@ -41,7 +42,7 @@ class ChangelogSpec:
 
     @property
     def row_id(self) -> list[str]:
-        return [self.column("id")] + ([self.key_column] if self.upsert else [])
+        return [self.column("id")] + ([self.key_column] if self.id_holds_key else [])
 
     @property
     def columns(self) -> list[str]:
@@ -105,15 +106,16 @@ class Changes:
 def random_changes(rng: random.Random, spec: ChangelogSpec, n_batches: int) -> Changes:
     """Random changes of a few identities over `n_batches` micro-batches: inserts, updates (some
     moving the row to another key, some changing filtered columns), deletes, rows deleted and
-    inserted again, an identity changed twice in a batch, duplicate deliveries of earlier
-    changes and late changes, delivered after a newer version of their identity."""
+    inserted again, inserts of live rows, an identity changed twice in a batch, duplicate
+    deliveries of earlier changes and late changes, delivered after a newer version of their
+    identity (under another key, too)."""
     source = _Source(rng, spec)
     batches: list[list[dict]] = [[] for _ in range(n_batches)]
     for b in range(n_batches):
         for entity in range(source.n_entities):
             for _ in range(rng.choice([0, 0, 1, 1, 1, 2])):
-                rows, may_be_late = source.event(entity)
-                late = may_be_late and b < n_batches - 1 and rng.random() < 0.15
+                rows = source.event(entity)
+                late = b < n_batches - 1 and rng.random() < 0.15
                 batches[rng.randint(b + 1, n_batches - 1) if late else b] += rows
         delivered = [row for batch in batches[:b + 1] for row in batch]
         for _ in range(rng.choice([0, 0, 1, 2])):
@@ -137,8 +139,8 @@ class _Source:
         self.version = 0
 
     def _key(self) -> int | None:
-        # A null key joins nothing; an upsert input's key is in its row id, never null.
-        if not self.spec.upsert and self.rng.random() < 0.06:
+        # A null key joins nothing; a key in the row id is never null.
+        if not self.spec.id_holds_key and self.rng.random() < 0.06:
             return None
         return self.rng.randrange(N_KEYS)
 
@@ -165,22 +167,13 @@ class _Source:
     def _change(self, row: dict, change_type: str) -> dict:
         return {**row, VERSION: self.version, CHANGE_TYPE: change_type}
 
-    def event(self, entity: int) -> tuple[list[dict], bool]:
-        """The change rows of the entity's next event, and whether they may arrive late."""
+    def event(self, entity: int) -> list[dict]:
+        """The change rows of the entity's next event."""
         self.version += self.rng.choice([1, 1, 2])
         row = self.rows[entity]
         rows, new = (self._upsert_event if self.spec.upsert else self._cdf_event)(entity, row)
         self.rows[entity] = new
-        return rows, self._may_be_late(row, new)
-
-    def _may_be_late(self, old: dict | None, new: dict | None) -> bool:
-        """Whether the event may be delivered after newer ones: an upsert input's always (its
-        identity holds its key); a CDF input's where it leaves the row under its key. A late
-        removal or key move would leave the row's old version under its old key, where the
-        operator, which orders an identity's changes per join key, still holds it."""
-        if self.spec.upsert or new is None:
-            return self.spec.upsert
-        return old is None or old[self.spec.key_column] == new[self.spec.key_column]
+        return rows
 
     def _cdf_event(self, entity: int, row: dict | None) -> tuple[list[dict], dict | None]:
         rng = self.rng
@@ -190,8 +183,10 @@ class _Source:
         draw = rng.random()
         if draw < 0.15:
             return [self._change(row, "delete")], None
-        if draw < 0.22:  # an insert of a live row: an upsert, under the row's key
-            new = self._new_row(entity, row[self.spec.key_column])
+        if draw < 0.22:  # an insert of a live row: an upsert, maybe under another key
+            new = self._new_row(entity, self._key())
+            if self.spec.id_holds_key and new[self.spec.key_column] != row[self.spec.key_column]:
+                return [self._change(row, "delete"), self._change(new, "insert")], new
             return [self._change(new, "insert")], new
         new = self._changed(row)
         return [self._change(row, "update_preimage"), self._change(new, "update_postimage")], new
@@ -207,8 +202,7 @@ class _Source:
         if draw < 0.2:
             return [gone], None
         new = self._changed(row)
-        if draw < 0.45:  # a move: the row under its old key deleted, under the new one put
-            new[self.spec.key_column] = (row[self.spec.key_column] + 1) % N_KEYS
+        if self.spec.id_holds_key and new[self.spec.key_column] != row[self.spec.key_column]:
+            # A move is another identity's: the row under its old key deleted too.
             return [gone, self._change(new, "upsert")], new
-        new[self.spec.key_column] = row[self.spec.key_column]
         return [self._change(new, "upsert")], new
