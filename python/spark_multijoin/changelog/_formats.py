@@ -7,6 +7,7 @@ from __future__ import annotations
 from functools import reduce
 from typing import Sequence
 
+from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -135,7 +136,9 @@ def _deleted(df: DataFrame, change_columns: list[str], deleted: Column | str | N
                         f"{type(deleted).__name__}")
     try:
         kind = df.select(condition.alias("deleted")).schema["deleted"].dataType
-    except AnalysisException as error:
+    # PySpark converts Spark's AnalysisException, except where its converter does not run (seen
+    # on 4.3 in a pytest worker), where py4j's error carries it.
+    except (AnalysisException, Py4JJavaError) as error:
         raise ValueError(f"deleted: {deleted!r} is no expression on df: {error}") from error
     if not isinstance(kind, BooleanType):
         raise TypeError(f"deleted: {deleted!r} is {kind.simpleString()}, not boolean")

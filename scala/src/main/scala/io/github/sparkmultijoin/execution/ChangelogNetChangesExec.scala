@@ -6,7 +6,7 @@ import io.github.sparkmultijoin.logical.ChangeTypes
 
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.plans.physical.{ClusteredDistribution, Distribution}
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.SQLMetrics
@@ -34,6 +34,8 @@ case class ChangelogNetChangesExec(
   private def visible: Seq[Attribute] = child.output.dropRight(2)
 
   override def output: Seq[Attribute] = visible :+ changeType
+
+  override def producedAttributes: AttributeSet = AttributeSet(changeType)
 
   override lazy val metrics = Map(
     "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "number of output rows"))

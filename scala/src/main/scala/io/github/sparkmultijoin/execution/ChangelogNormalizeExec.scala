@@ -6,6 +6,7 @@ import io.github.sparkmultijoin.execution.MultiJoinMetrics.{COMMIT_TIME_MS, NUM_
 import io.github.sparkmultijoin.execution.state.{Applied, CurrentRowsState}
 import io.github.sparkmultijoin.logical.{ChangeTypes, ChangelogNormalize}
 import io.github.sparkmultijoin.model.ChangelogJoinShape
+import io.github.sparkmultijoin.restart.OperatorMetadataFile
 import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.TaskContext
@@ -17,7 +18,7 @@ import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.streaming.operators.stateful.{SchemaValidationUtils, StateStoreWriter, StatefulOperatorCustomMetric, StatefulOperatorStateInfo}
-import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, StateSchemaValidationResult, StateStore, StateStoreColFamilySchema, StateStoreOps}
+import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, OperatorStateMetadata, StateSchemaValidationResult, StateStore, StateStoreColFamilySchema, StateStoreOps}
 import org.apache.spark.sql.multijoin.{RealTimeModeShim, StateSchemaWrite, StateStoreShim}
 import org.apache.spark.unsafe.types.UTF8String
 
@@ -60,6 +61,13 @@ case class ChangelogNormalizeExec(
     Map(name -> StateStoreColFamilySchema(name, 0, keySchema, 0, CurrentRowsState.ValueSchema,
       Some(NoPrefixKeyStateEncoderSpec(keySchema))))
   }
+
+  // Its state schema is written in format 3, which Spark reads back with operator metadata v2.
+  override def operatorStateMetadataVersion: Int = OperatorMetadataFile.Version
+
+  override def operatorStateMetadata(
+      stateSchemaPaths: List[List[String]] = List.empty): OperatorStateMetadata =
+    new OperatorMetadataFile(getStateInfo, shortName, description).metadata("{}", stateSchemaPaths)
 
   override def validateAndMaybeEvolveStateSchema(
       hadoopConf: Configuration,
