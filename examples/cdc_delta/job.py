@@ -34,6 +34,9 @@ OUTPUT = ["o.order_id", "o.customer_id", "o.product_id", "o.amount", "o.status",
           "p.price"]
 IDENTITY = ["order_id", "cust_id", "prod_id"]
 QUERY_NAME = "orders_enriched"
+# Without an interval an idle query asks each table's log for new commits every few
+# milliseconds, which takes a core from whatever else runs.
+POLL_INTERVAL = "1 second"
 
 
 def enriched(orders: DataFrame, customers: DataFrame, products: DataFrame) -> DataFrame:
@@ -58,13 +61,13 @@ def streaming_enriched(spark: SparkSession, sources: Path) -> DataFrame:
 def start(spark: SparkSession, sources: Path, target: Path, checkpoint: Path,
           available_now: bool = False) -> StreamingQuery:
     """The query into `target`, on `checkpoint`; with `available_now`, it reads the commits
-    there are when it starts and stops."""
+    there are when it starts and stops, else it looks for new ones every POLL_INTERVAL."""
     writer = (streaming_enriched(spark, sources).writeStream
               .foreachBatch(changelog.delta_merge(str(target), path=True))
               .option("checkpointLocation", str(checkpoint)).queryName(QUERY_NAME))
     if available_now:
-        writer = writer.trigger(availableNow=True)
-    return writer.start()
+        return writer.trigger(availableNow=True).start()
+    return writer.trigger(processingTime=POLL_INTERVAL).start()
 
 
 def batch_enriched(spark: SparkSession, sources: Path) -> DataFrame:
