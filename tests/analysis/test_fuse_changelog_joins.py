@@ -62,14 +62,6 @@ def test_refused_with_what_to_do(inputs, build, says: str) -> None:
         build(orders, customers, plain)
 
 
-def test_an_upsert_stream_joins_only_on_its_row_id(spark: SparkSession, tmp_path: Path) -> None:
-    schema = "oid int, cid int, partition int, offset long"
-    orders = changelog.upsert(_stream(spark, tmp_path / "u", schema), "oid").alias("o")
-    customers = changelog.declare(_stream(spark, tmp_path / "c", CUSTOMERS), "cid", "v")
-    with pytest.raises(AnalysisException, match="upsert changelog is joined on"):
-        _on(orders, customers)
-
-
 def test_a_declaration_names_the_missing_column(spark: SparkSession, tmp_path: Path) -> None:
     with pytest.raises(AnalysisException, match="no column `id` for its row id"):
         changelog.declare(_stream(spark, tmp_path / "o", ORDERS), "id", "v")

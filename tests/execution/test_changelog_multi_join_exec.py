@@ -31,9 +31,11 @@ def _joined(frames: list[DataFrame]) -> DataFrame:
         "o.oid", "o.amount", F.col("c.cid").alias("ccid"), "c.name")
 
 
-def _run(spark: SparkSession, inputs: Inputs, checkpoint: Path) -> tuple[dict, dict]:
-    """Runs the join over every batch written; returns the changes applied by identity, and
-    the changelog join's custom metrics summed over the micro-batches."""
+def _run(spark: SparkSession, joined: DataFrame | Inputs, checkpoint: Path) -> tuple[dict, dict]:
+    """Runs `joined` (or `_joined` over the inputs' batches); returns the changes applied by
+    identity, and the stateful operators' custom metrics summed over the micro-batches."""
+    if isinstance(joined, Inputs):
+        joined = _joined(joined.streams(spark))
     applied: dict[tuple, tuple] = {}
 
     def apply(batch: DataFrame, _: int) -> None:
@@ -45,7 +47,7 @@ def _run(spark: SparkSession, inputs: Inputs, checkpoint: Path) -> tuple[dict, d
             else:
                 applied[identity] = tuple(values.values())
 
-    query = (_joined(inputs.streams(spark)).writeStream.foreachBatch(apply)
+    query = (joined.writeStream.foreachBatch(apply)
              .option("checkpointLocation", str(checkpoint)).start())
     try:
         query.processAllAvailable()
@@ -84,6 +86,26 @@ def test_duplicates_and_late_changes_apply_once(spark: SparkSession, tmp_path: P
     assert set(applied.values()) == expected
     assert metrics["numOutdatedChanges"] == 3
     assert metrics["numIdempotentChanges"] == 2
+
+
+def test_an_upsert_moving_a_row_to_another_key(spark: SparkSession, tmp_path: Path) -> None:
+    """An upsert has no old image: the row's old key is known only by its row id."""
+    inputs = Inputs(tmp_path / "in", ["oid int, cid int, amount int, partition int, offset long",
+                                      SCHEMAS[1]])
+    inputs.write_batch(0, 0, [{"oid": 1, "cid": 10, "amount": 5, "partition": 0, "offset": 1}])
+    inputs.write_batch(1, 0, [_change("insert", 1, cid=10, name="a"),
+                              _change("insert", 1, cid=20, name="b")])
+    inputs.write_batch(0, 1, [{"oid": 1, "cid": 20, "amount": 6, "partition": 0, "offset": 2},
+                              {"oid": 1, "cid": 10, "amount": 5, "partition": 0, "offset": 1}])
+    inputs.write_batch(1, 1, [])
+    frames = inputs.streams(spark)
+    orders = changelog.upsert(frames[0], "oid").alias("o")
+    customers = changelog.declare(frames[1], "cid", "v").alias("c")
+    joined = orders.join(customers, F.col("o.cid") == F.col("c.cid"), "left").select(
+        "o.oid", "o.amount", F.col("c.cid").alias("ccid"), "c.name")
+    applied, metrics = _run(spark, joined, tmp_path / "checkpoint")
+    assert set(applied.values()) == _batch_query(spark, [(1, 20, 6)], [(10, "a"), (20, "b")])
+    assert metrics["numOutdatedChanges"] == 1
 
 
 @pytest.mark.parametrize("change, says", [

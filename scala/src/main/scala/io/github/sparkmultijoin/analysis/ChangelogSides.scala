@@ -1,6 +1,6 @@
 package io.github.sparkmultijoin.analysis
 
-import io.github.sparkmultijoin.logical.{ChangelogInput, ChangelogJoin}
+import io.github.sparkmultijoin.logical.{ChangelogInput, ChangelogJoin, ChangelogNormalize}
 import io.github.sparkmultijoin.model.JoinTree
 
 import org.apache.spark.sql.catalyst.expressions.{Alias, AliasHelper, And, Attribute, Cast, Coalesce, CreateArray, Expression, Literal, NamedExpression}
@@ -47,15 +47,7 @@ private[analysis] object ChangelogSides extends AliasHelper {
         case Some(alias: Alias) => Alias(alias.child, column.name)(column.exprId, column.qualifier)
         case _ => column
       })
-    val (raw, rowId, changes, format) = side.base match {
-      case input: ChangelogInput =>
-        val version = CreateArray(input.rowVersion.map(Cast(_, LongType)))
-        (input.child, input.rowId, Seq(input.changeType, version), input.format)
-      case below: ChangelogJoin =>
-        val rawBelow = below.copy(changeColumns =
-          below.changeColumns.take(1) :+ ChangelogJoin.rowVersion())
-        (rawBelow, below.identity, rawBelow.changeColumns, ChangelogJoin.StackedFormat)
-    }
+    val (raw, rowId, changes, format) = changesOf(side.base)
     // The change type of a changelog join below: its changes are read as this input's.
     val hidden = side.base match {
       case below: ChangelogJoin => below.changeColumns.toSet
@@ -63,20 +55,31 @@ private[analysis] object ChangelogSides extends AliasHelper {
     }
     val current = columns.filterNot(c => hidden.exists(_.exprId == c.exprId))
     checkReads(current ++ side.filter, hidden, format)
-    if (format == "upsert" && !key.forall(_.references.forall(k =>
-        rowId.exists(_.exprId ==
-          k.exprId)))) throw new ChangelogJoinException(s"An upsert changelog is joined on " +
-      s"${key.map(_.sql).mkString(", ")}, which is not a column of its row id " +
-      s"(${rowId.map(_.name).mkString(", ")}): an upsert stream has no old image, so an update " +
-      "that moves a row to another key would leave it under its old key too. Join it on its " +
-      "row id, or read it as a changelog with old images (Debezium with REPLICA IDENTITY FULL).")
     val passes = Coalesce(Seq(side.filter.getOrElse(Literal.TrueLiteral), Literal.FalseLiteral))
     val changeColumns = (changes :+ passes).zip(ChangelogJoin.InputChangeColumns).map {
       case (expression, name) => Alias(expression, name)()
     }
-    ChangelogJoin(Seq(Project(current ++ changeColumns, raw)), Seq(current.length),
-      Seq(rowId.map(id => currentRowId(id, current, format))), Seq(format), Seq(key), None,
+    val ids = rowId.map(id => currentRowId(id, current, format))
+    val inputChanges = Project(current ++ changeColumns, raw)
+    // A row of an input keyed otherwise than by its row id can move between keys.
+    val movable = !side.base.isInstanceOf[ChangelogJoin] &&
+      !key.forall(_.references.forall(k => ids.exists(_.exprId == k.exprId)))
+    ChangelogJoin(
+      Seq(if (movable) ChangelogNormalize(ids, format, inputChanges) else inputChanges),
+      Seq(current.length), Seq(ids), Seq(format), Seq(key), None,
       JoinTree.inner(1), Seq(Literal.TrueLiteral), None, Nil)
+  }
+
+  /** A side's base as its changes: their plan, row id, change type and version, format. */
+  private def changesOf(base: LogicalPlan)
+      : (LogicalPlan, Seq[Attribute], Seq[Expression], String) = base match {
+    case input: ChangelogInput =>
+      val version = CreateArray(input.rowVersion.map(Cast(_, LongType)))
+      (input.child, input.rowId, Seq(input.changeType, version), input.format)
+    case below: ChangelogJoin =>
+      val rawBelow =
+        below.copy(changeColumns = below.changeColumns.take(1) :+ ChangelogJoin.rowVersion())
+      (rawBelow, below.identity, rawBelow.changeColumns, ChangelogJoin.StackedFormat)
   }
 
   private def currentRowId(id: Attribute, current: Seq[NamedExpression], format: String) =

@@ -45,13 +45,14 @@ class ChangelogChanges(shape: ChangelogJoinShape, keyTypes: Seq[DataType], descr
     val changes = mutable.LinkedHashMap.empty[UnsafeRow, mutable.ArrayBuffer[Change]]
     tagged.foreach { row =>
       val input = reader.input(row)
-      val change = read(input, reader.row(row, input))
+      val change = this.change(input, reader.row(row, input))
       changes.getOrElseUpdate(key(row).copy(), mutable.ArrayBuffer.empty) += change
     }
     changes.map { case (k, v) => k -> v.toSeq }
   }
 
-  private def read(input: Int, row: InternalRow): Change = {
+  /** The change that `row`, a row of `input`'s changes, is; fails naming a bad one. */
+  def change(input: Int, row: InternalRow): Change = {
     val width = shape.widths(input)
     val id = rowId(input)(row).copy()
     def fail(what: String) = throw new IllegalStateException(s"$description: a change of " +
@@ -61,9 +62,6 @@ class ChangelogChanges(shape: ChangelogJoinShape, keyTypes: Seq[DataType], descr
     val kind = Option(row.getUTF8String(width)).map(_.toString).getOrElse(fail("has no type"))
     if (!ChangeTypes.All.contains(kind)) fail(s"has the type '$kind', which is none of " +
       ChangeTypes.All.mkString(", "))
-    if (kind == ChangeTypes.Upsert && !shape.keyWithinRowId(input)) fail("has no old image " +
-      s"(type '$kind'), so the old join key of an update is unknown; give the changelog old " +
-      "images (Debezium: REPLICA IDENTITY FULL), or join on columns of the row id")
     val version = Option(row.getArray(width + 1)).filter(v =>
       !(0 until v.numElements())
         .exists(v.isNullAt)).map(_.toLongArray()).getOrElse(fail("has a null row version"))

@@ -1,13 +1,13 @@
 package io.github.sparkmultijoin.optimizer
 
-import io.github.sparkmultijoin.logical.ChangelogJoin
+import io.github.sparkmultijoin.logical.{ChangelogJoin, ChangelogNormalize}
 
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.catalyst.rules.Rule
 
 /**
- * Gives each changelog join its stateful operator id, in the order of the plan from its
- * inputs up.
+ * Gives each changelog join, and each ordering of an input's changes by row id, its stateful
+ * operator id, in the order of the plan from its inputs up.
  *
  * Why here and not when the join is made: the join is made while a DataFrame is analyzed,
  * before the query it ends in exists, so only the whole plan orders them; the optimizer sees
@@ -23,6 +23,8 @@ object NumberChangelogJoins extends Rule[LogicalPlan] {
     val next = Iterator.iterate(FirstOperatorId)(_ + 1)
     plan.transformUp {
       case cj: ChangelogJoin if cj.operatorId < 0 => cj.copy(operatorId = next.next())
+      case normalize: ChangelogNormalize if normalize.operatorId < 0 =>
+        normalize.copy(operatorId = next.next())
     }
   }
 }

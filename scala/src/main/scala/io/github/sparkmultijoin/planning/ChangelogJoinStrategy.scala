@@ -1,11 +1,12 @@
 package io.github.sparkmultijoin.planning
 
 import io.github.sparkmultijoin.analysis.ChangelogJoinException
-import io.github.sparkmultijoin.execution.{ChangelogMultiJoinExec, ChangelogNetChangesExec, TaggedInputs}
-import io.github.sparkmultijoin.logical.{ChangelogInput, ChangelogJoin}
-import io.github.sparkmultijoin.model.ChangelogJoinShape
+import io.github.sparkmultijoin.execution.{ChangelogMultiJoinExec, ChangelogNetChangesExec, ChangelogNormalizeExec, TaggedInputs}
+import io.github.sparkmultijoin.logical.{ChangelogInput, ChangelogJoin, ChangelogNormalize}
+import io.github.sparkmultijoin.model.{ChangelogJoinShape, JoinTree}
 
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.Literal
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
 import org.apache.spark.sql.multijoin.MicroBatchShim
@@ -33,6 +34,16 @@ case class ChangelogJoinStrategy(session: SparkSession) extends SparkStrategy {
         TaggedInputs.plan(join.keys, join.children.map(planLater)))
       if (join.raw) exec :: Nil
       else ChangelogNetChangesExec(join.identity, join.changeColumns.head, exec) :: Nil
+    case normalize: ChangelogNormalize =>
+      val columns = normalize.child.output
+      val width = columns.length - ChangelogJoin.InputChangeColumns.length
+      val shape = ChangelogJoinShape(Seq(columns), Seq(width), Seq(normalize.rowId),
+        Seq(normalize.format), Seq(Nil), None, JoinTree.inner(1), Seq(Literal.TrueLiteral), None)
+      ChangelogNormalizeExec(shape,
+        s"The ordering by row id of a ${normalize.format} " +
+          s"changelog (stateful operator ${normalize.operatorId})",
+        MicroBatchShim.running(session).flatMap(_.stateInfo(normalize.operatorId)),
+        planLater(normalize.child)) :: Nil
     case input: ChangelogInput => throw new ChangelogJoinException(s"A ${input.format} " +
         "changelog is written or read without a join: it is a stream of changes, which only a " +
         "changelog join reads (docs/changelog-joins.md).")

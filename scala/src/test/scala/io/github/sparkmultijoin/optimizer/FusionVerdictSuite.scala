@@ -41,7 +41,11 @@ class FusionVerdictSuite extends AnyFunSuite {
     ConditionReadsPadded(Seq(a, b), "(v1 IS NULL)"),
     InnerInputsMissKey(Seq(a, b), Seq("k0", "k1")),
     OuterInputMissesKey(Seq(a, b), b, Seq("k0", "k1")),
-    OuterInputsUnbounded(Seq(a, b)))
+    OuterInputsUnbounded(Seq(a, b)),
+    ChangelogJoined(Seq(a, b), Seq("delta, row id k0", "upsert, row id k1, LEFT OUTER"),
+      Seq("a.k0 = k1")),
+    ChangelogStacked(Seq(a, b), FullOuter, otherKey = true),
+    ChangelogStacked(Seq(a, b), LeftOuter, otherKey = false))
 
   /** The names of the concrete cases of a sealed type. */
   private def cases(symbol: ClassSymbol): Set[String] =

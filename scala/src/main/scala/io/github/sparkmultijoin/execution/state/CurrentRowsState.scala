@@ -1,5 +1,6 @@
 package io.github.sparkmultijoin.execution.state
 
+import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.execution.streaming.state.{PrefixKeyScanStateEncoderSpec, StateStore}
@@ -56,9 +57,7 @@ class CurrentRowsState(
     store.prefixScan(key).map { pair =>
       val input = pair.key.getInt(numKeys)
       val id = bytesRow(pair.key.getBinary(numKeys + 1), idWidths(input))
-      val value = pair.value
-      val row = Option(value.getBinary(2)).map(bytesRow(_, widths(input)))
-      (input, id, Applied(value.getArray(0).toLongArray(), value.getInt(1), row))
+      (input, id, appliedOf(pair.value, widths(input)))
     }
 
   /** Stores `applied`, the change micro-batch `batchId` applied last. */
@@ -67,9 +66,7 @@ class CurrentRowsState(
     (0 until numKeys).foreach(i => keyValues(i) = key.get(i, keyTypes(i)))
     keyValues(numKeys) = input
     keyValues(numKeys + 1) = id.getBytes
-    val value = new GenericInternalRow(Array[Any](new GenericArrayData(applied.version),
-      applied.rank, applied.row.map(_.getBytes).orNull, batchId))
-    store.put(storeKey(new GenericInternalRow(keyValues)), storeValue(value))
+    store.put(storeKey(new GenericInternalRow(keyValues)), storeValue(valueOf(applied, batchId)))
   }
 
   def commit(): Long = store.commit()
@@ -102,6 +99,15 @@ object CurrentRowsState {
     store.iterator().filter { pair =>
       pair.key.getInt(numKeys) == input && !pair.value.isNullAt(2)
     }.map(pair => (bytesRow(pair.value.getBinary(2), width), pair.value.getLong(3)))
+
+  /** `applied`, stored by micro-batch `batchId`, as a value of [[ValueSchema]]. */
+  def valueOf(applied: Applied, batchId: Long): InternalRow =
+    new GenericInternalRow(Array[Any](new GenericArrayData(applied.version), applied.rank,
+      applied.row.map(_.getBytes).orNull, batchId))
+
+  /** The change a value of [[ValueSchema]] holds, of a row of `width` columns. */
+  def appliedOf(value: UnsafeRow, width: Int): Applied = Applied(value.getArray(0).toLongArray(),
+    value.getInt(1), Option(value.getBinary(2)).map(bytesRow(_, width)))
 
   /** The UnsafeRow of `width` columns whose bytes are `bytes`. */
   def bytesRow(bytes: Array[Byte], width: Int): UnsafeRow = {

@@ -1,0 +1,139 @@
+package io.github.sparkmultijoin.execution
+
+import scala.collection.mutable
+
+import io.github.sparkmultijoin.execution.MultiJoinMetrics.{COMMIT_TIME_MS, NUM_IDEMPOTENT_CHANGES, NUM_OUTDATED_CHANGES, NUM_OUTPUT_ROWS, NUM_TOTAL_STATE_ROWS, NUM_UPDATED_STATE_ROWS}
+import io.github.sparkmultijoin.execution.state.{Applied, CurrentRowsState}
+import io.github.sparkmultijoin.logical.{ChangeTypes, ChangelogNormalize}
+import io.github.sparkmultijoin.model.ChangelogJoinShape
+import org.apache.hadoop.conf.Configuration
+
+import org.apache.spark.TaskContext
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Attribute, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.plans.physical.{Distribution, StatefulOpClusteredDistribution}
+import org.apache.spark.sql.catalyst.types.DataTypeUtils
+import org.apache.spark.sql.catalyst.util.GenericArrayData
+import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.streaming.operators.stateful.{SchemaValidationUtils, StateStoreWriter, StatefulOperatorCustomMetric, StatefulOperatorStateInfo}
+import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, StateSchemaValidationResult, StateStore, StateStoreColFamilySchema, StateStoreOps}
+import org.apache.spark.sql.multijoin.{RealTimeModeShim, StateSchemaWrite, StateStoreShim}
+import org.apache.spark.unsafe.types.UTF8String
+
+/**
+ * A changelog input's changes ordered by row id ([[ChangelogNormalize]]): per micro-batch and
+ * row id, the changes apply in version order to the row id's last applied change, which the
+ * state keeps ([[Applied]], by row id), as [[ChangelogChanges]] applies them; where the row
+ * changed, it emits the removal of its old version (`delete`, at its old join key) and the put
+ * of its new one (`insert`), each with the micro-batch as its version.
+ *
+ * @param shape       the one input, as a changelog join reads it
+ * @param description the operator as errors name it
+ */
+case class ChangelogNormalizeExec(
+    shape: ChangelogJoinShape,
+    description: String,
+    stateInfo: Option[StatefulOperatorStateInfo],
+    child: SparkPlan)
+  extends UnaryExecNode with StateStoreWriter with SchemaValidationUtils {
+
+  override def nodeName: String = "ChangelogNormalize"
+
+  override def shortName: String = ChangelogNormalize.OperatorName
+
+  override def output: Seq[Attribute] = child.output
+
+  private def rowId: Seq[Attribute] = shape.rowIds.head
+
+  private def keySchema = DataTypeUtils.fromAttributes(rowId)
+
+  private def numStatePartitions: Int =
+    stateInfo.map(_.numPartitions).getOrElse(conf.numShufflePartitions)
+
+  override def requiredChildDistribution: Seq[Distribution] =
+    StatefulOpClusteredDistribution(rowId, numStatePartitions) :: Nil
+
+  override def getColFamilySchemas(
+      shouldBeNullable: Boolean): Map[String, StateStoreColFamilySchema] = {
+    val name = StateStore.DEFAULT_COL_FAMILY_NAME
+    Map(name -> StateStoreColFamilySchema(name, 0, keySchema, 0, CurrentRowsState.ValueSchema,
+      Some(NoPrefixKeyStateEncoderSpec(keySchema))))
+  }
+
+  override def validateAndMaybeEvolveStateSchema(
+      hadoopConf: Configuration,
+      batchId: Long,
+      stateSchemaVersion: Int): List[StateSchemaValidationResult] =
+    RealTimeModeShim.validateAndWriteStateSchema(this,
+      StateSchemaWrite(hadoopConf, batchId, 3,
+        getStateInfo, stateSchemaDirPath(), session, realTime = false))
+
+  override def customStatefulOperatorMetrics: Seq[StatefulOperatorCustomMetric] =
+    MultiJoinMetrics.customStatefulOperatorMetrics(1)
+
+  override protected def doExecute(): RDD[InternalRow] = {
+    val info = stateInfo.getOrElse(throw new IllegalStateException(
+      s"$nodeName runs only inside a streaming query, which gives it its state info:\n$this"))
+    metrics // created on the driver, before tasks refer to them
+    child.execute().mapPartitionsWithStateStore(info, keySchema, CurrentRowsState.ValueSchema,
+      NoPrefixKeyStateEncoderSpec(keySchema), session.sessionState,
+      Some(StateStoreShim.stateStoreCoordinator(session)))(process(info.storeVersion))
+  }
+
+  private def process(batchId: Long)(
+      store: StateStore,
+      rows: Iterator[InternalRow]): Iterator[InternalRow] = {
+    TaskContext.get().addTaskCompletionListener[Unit] { _ =>
+      if (!store.hasCommitted) store.abort()
+    }
+    val changes = new ChangelogChanges(shape, Nil, description)
+    val byId = mutable.LinkedHashMap.empty[UnsafeRow, mutable.ArrayBuffer[Change]]
+    rows.foreach { row =>
+      val change = changes.change(0, row)
+      byId.getOrElseUpdate(change.id, mutable.ArrayBuffer.empty) += change
+    }
+    val emit = new NormalizedRows(output, shape.widths.head, batchId)
+    val storeValue = UnsafeProjection.create(CurrentRowsState.ValueSchema)
+    val out = byId.iterator.flatMap { case (id, idChanges) =>
+      val before = Option(store.get(id)).map(CurrentRowsState.appliedOf(_, shape.widths.head))
+      val applied = mutable.HashMap.empty[(Int, UnsafeRow), Applied] ++ before.map((0, id) -> _)
+      if (changes.apply(idChanges.toSeq, applied).isEmpty) Iterator.empty
+      else {
+        val after = applied((0, id))
+        store.put(id, storeValue(CurrentRowsState.valueOf(after, batchId)))
+        metric(NUM_UPDATED_STATE_ROWS) += 1
+        emit.change(before.flatMap(_.row), after.row)
+      }
+    }.toArray
+    metric(COMMIT_TIME_MS) += timeTakenMs(store.commit())
+    StateStoreShim.committedCheckpoint(store, conf).foreach(setStateStoreCheckpointInfo)
+    metric(NUM_OUTPUT_ROWS) += out.length
+    metric(NUM_TOTAL_STATE_ROWS) += store.metrics.numKeys
+    metric(NUM_OUTDATED_CHANGES) += changes.numOutdated
+    metric(NUM_IDEMPOTENT_CHANGES) += changes.numIdempotent
+    setStoreCustomMetrics(store.metrics.customMetrics)
+    setOperatorMetrics()
+    out.iterator
+  }
+
+  private def metric(declared: MultiJoinMetrics.Metric) = longMetric(declared.name)
+
+  override protected def withNewChildInternal(newChild: SparkPlan): ChangelogNormalizeExec =
+    copy(child = newChild)
+}
+
+/** The rows a row id's net change in a micro-batch is: its old version out, its new one in. */
+private class NormalizedRows(output: Seq[Attribute], width: Int, batchId: Long) {
+
+  private val toUnsafe = UnsafeProjection.create(output.map(_.dataType).toArray)
+  private val version = new GenericArrayData(Array[Any](batchId))
+
+  private def row(kind: String, current: UnsafeRow): InternalRow = toUnsafe(new JoinedRow(current,
+    new GenericInternalRow(Array[Any](UTF8String.fromString(kind), version, true)))).copy()
+
+  def change(before: Option[UnsafeRow], after: Option[UnsafeRow]): Iterator[InternalRow] =
+    if (before == after) Iterator.empty
+    else before.iterator.map(row(ChangeTypes.Delete, _)) ++ after.iterator.map(
+      row(ChangeTypes.Insert, _))
+}

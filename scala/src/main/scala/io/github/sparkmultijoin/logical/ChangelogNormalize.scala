@@ -1,0 +1,38 @@
+package io.github.sparkmultijoin.logical
+
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet}
+import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
+
+/**
+ * A changelog input's changes ordered by row id, as Flink's ChangelogNormalize orders them:
+ * the changes each micro-batch applies to each row id (by version, wherever they come from),
+ * as the removal of the row's old version and the put of its new one.
+ *
+ * Why: a changelog join keeps its rows under their join key. Where an input's key is not a
+ * column of its row id, a row can move between keys, and its changes under two keys meet only
+ * by row id: a change without an old image (an upsert), an insert of a row live under another
+ * key, or a key move that arrives after a newer one would otherwise leave the row under its old
+ * key too. Its children and output are a changelog join's input changes ([[ChangelogJoin]]).
+ *
+ * @param rowId      the row id columns, among the current row's
+ * @param format     where the changes come from
+ * @param operatorId the stateful operator id, set by the optimizer
+ */
+case class ChangelogNormalize(
+    rowId: Seq[Attribute],
+    format: String,
+    child: LogicalPlan,
+    operatorId: Long = -1L) extends UnaryNode {
+
+  override def output: Seq[Attribute] = child.output
+
+  // Every column is kept: the change columns are named by no expression here.
+  override def references: AttributeSet = child.outputSet
+
+  override protected def withNewChildInternal(newChild: LogicalPlan): ChangelogNormalize =
+    copy(child = newChild)
+}
+
+object ChangelogNormalize {
+  val OperatorName = "changelogNormalize"
+}
