@@ -9,6 +9,9 @@ restarted one needs:
 - `runs.txt`: a line per query started, once it is running.
 - `stop`: once this file exists, the driver processes everything the topics hold, then stops.
 - `plan.txt`: the physical plan of the last micro-batch, once stopped.
+
+The CDC example's driver (examples/cdc_delta_pipeline.py) keeps the same files with `Files` and
+runs its query, on Delta tables' change feeds, with `run_query`.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Callable
 
 from pyspark.sql import SparkSession
 from pyspark.errors import StreamingQueryException
@@ -93,21 +97,25 @@ def run_until_stopped(spark: SparkSession, bootstrap: str, files: Files,
                       max_offsets: int | None = None) -> None:
     """Runs the query until the stop file appears, then until it has processed everything the
     topics hold (the final events' batch and the batch their watermark runs), then stops it."""
-    query = _run(spark, bootstrap, files, max_offsets, "running")
+    def started() -> StreamingQuery:
+        return start(spark, bootstrap, files, max_offsets)
+
+    query = run_query(started, files, "running")
     while _failed_reporting_kafka_metrics(query):
         # Spark 4.1.1's Kafka source (SPARK-55271, fixed in 4.1.3) fails a restarted query
         # right after the first micro-batch it runs, if that batch is one the stopped query had
         # planned: reporting the batch's progress, after the batch committed. Starting again
         # goes on from the next batch.
-        query = _run(spark, bootstrap, files, max_offsets, "running again after SPARK-55271")
+        query = run_query(started, files, "running again after SPARK-55271")
     if query.exception() is not None:
         raise query.exception()
 
 
-def _run(spark: SparkSession, bootstrap: str, files: Files, max_offsets: int | None,
-         note: str) -> StreamingQuery:
-    """Runs the query until it fails or is told to stop; returns it stopped."""
-    query = start(spark, bootstrap, files, max_offsets)
+def run_query(started: Callable[[], StreamingQuery], files: Files, note: str) -> StreamingQuery:
+    """Runs the query that `started` starts until it fails or is told to stop, noting its start
+    in runs.txt and its progress in progress.jsonl; returns it stopped. The CDC example's driver
+    (examples/cdc_delta_pipeline.py) runs its query with it too."""
+    query = started()
     progress = ProgressWriter(query, files)
     with files.runs.open("a") as runs:
         runs.write(f"{query.id} {note}\n")

@@ -14,17 +14,16 @@ from __future__ import annotations
 import json
 import random
 import threading
-import time
 from importlib.metadata import version
 
 import pyspark
 import pytest
 
+from support.driver_process import RUN_SECONDS, Kills, kill_at_random_moments
 from support.kafka_pipeline import ON_KAFKA_LINE, Driver, broker  # noqa: F401 (a fixture)
 
 from examples.kafka_delta.driver import Files
 from examples.kafka_delta.events import TOPICS, EventProducer, Produced, Scenario
-from examples.kafka_delta.pipeline import read_progress
 from scripts.kafka_jars import DELTA_BY_LINE
 from scripts.spark_jars import spark_lines
 
@@ -40,7 +39,6 @@ LEAD_SECONDS = 8 * 60
 KILLS = 6
 # A kill comes within this many seconds of the moment a run's query starts or commits a batch.
 KILL_WITHIN_SECONDS = 3.0
-RUN_SECONDS = 600  # a bound against a hang, not a target
 
 
 class ProducerThread(threading.Thread):
@@ -99,44 +97,6 @@ def test_the_table_is_the_batch_answer_and_the_late_rows_are_dropped(broker, tmp
     assert numbers["changelog_files"] > 0
 
 
-class Kills:
-    """Counts the kills, for the producer to keep pace with: it sends its share of the events
-    between two kills, so that every kill lands while events are still coming."""
-
-    def __init__(self) -> None:
-        self.done = 0
-        self._changed = threading.Condition()
-
-    def add(self) -> None:
-        with self._changed:
-            self.done += 1
-            self._changed.notify_all()
-
-    def gate(self, chunk: int, chunks: int) -> None:
-        with self._changed:
-            self._changed.wait_for(lambda: self.done >= KILLS * chunk // chunks, RUN_SECONDS)
-
-
-def batches_reported(files: Files) -> int:
-    return len(read_progress(files.progress))
-
-
-def wait_until_running(files: Files, driver: Driver, runs_before: int) -> None:
-    deadline = time.monotonic() + RUN_SECONDS
-    while files.run_count() <= runs_before:
-        driver.ensure_alive()
-        assert time.monotonic() < deadline, driver.log_tail()
-        time.sleep(0.05)
-
-
-def wait_for_a_batch(files: Files, driver: Driver, reported_before: int) -> None:
-    deadline = time.monotonic() + RUN_SECONDS
-    while batches_reported(files) <= reported_before:
-        driver.ensure_alive()
-        assert time.monotonic() < deadline, driver.log_tail()
-        time.sleep(0.05)
-
-
 def test_every_row_lands_once_however_often_the_driver_is_killed(broker, tmp_path):
     """Kills the driver KILLS times while the events are produced, restarting it on the same
     checkpoint each time: at a random moment of its first micro-batch (planning it, loading the
@@ -144,23 +104,14 @@ def test_every_row_lands_once_however_often_the_driver_is_killed(broker, tmp_pat
     query moves on between kills."""
     files = Files(tmp_path / "work")
     files.work.mkdir()
-    kills = Kills()
+    kills = Kills(KILLS)
     scenario = Scenario(orders=150, hot_key=57, late_rows=8)
     producer = ProducerThread(broker.bootstrap, files, scenario, gate=kills.gate,
                               lead_seconds=None)
     producer.start()
-    rng = random.Random(5)
-    runs_that_committed = 0
-    while kills.done < KILLS:
-        reported, runs = batches_reported(files), files.run_count()
-        driver = Driver(broker.bootstrap, files, None, check=False)
-        wait_until_running(files, driver, runs)
-        if kills.done % 2:
-            wait_for_a_batch(files, driver, reported)
-        time.sleep(rng.uniform(0, KILL_WITHIN_SECONDS))
-        driver.kill()
-        kills.add()
-        runs_that_committed += batches_reported(files) > reported
+    runs_that_committed = kill_at_random_moments(
+        lambda: Driver(broker.bootstrap, files, None, check=False), files, kills,
+        random.Random(5), KILL_WITHIN_SECONDS)
     final = Driver(broker.bootstrap, files, None, check=True)
     producer.finish()
     numbers = checked(files, final)
@@ -173,7 +124,6 @@ def test_every_row_lands_once_however_often_the_driver_is_killed(broker, tmp_pat
     assert runs_that_committed >= KILLS // 2
     log = numbers["delta_log"]
     assert log["transactions"] == log["distinct_transactions"]
-
 
 
 def test_the_venv_holds_delta_spark_beside_the_lines_own_pyspark():
