@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Iterator
 
 import pyspark
 import pytest
-from pyspark import SparkContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from examples.kafka_delta.pipeline import spark_session
 from scripts.kafka_jars import DELTA_BY_LINE
+from support.delta_session import delta_spark_session
 from spark_multijoin.changelog import delta_merge
 from spark_multijoin.changelog._delta_sink import ROW_ID_METADATA, TXN_APP_ID, TXN_VERSION
 from spark_multijoin.testing import Inputs
@@ -52,16 +52,8 @@ FIRST_RUN = 3  # batches; the last one comes after the restart
 
 
 @pytest.fixture(scope="module")
-def delta_spark() -> SparkSession:
-    if SparkContext._active_spark_context is not None:  # type: ignore[attr-defined]
-        pytest.skip("a session without Delta's jars runs in this process already; scripts/test "
-                    "runs this file in a process of its own")
-    try:
-        session = spark_session("delta-sink-tests")
-    except SystemExit as missing:  # the jars are not fetched
-        pytest.skip(str(missing))
-    yield session
-    session.stop()
+def delta_spark() -> Iterator[SparkSession]:
+    yield from delta_spark_session("delta-sink-tests")
 
 
 def current_rows(batches: list[list[tuple]]) -> list[tuple]:

@@ -16,11 +16,12 @@ import random
 import sys
 import threading
 import time
+from typing import Iterator
 
 import pytest
-from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
+from support.delta_session import delta_spark_session
 from support.driver_process import RUN_SECONDS, DriverProcess, Kills, kill_at_random_moments
 from support.kafka_pipeline import EXAMPLES, ON_KAFKA_LINE
 
@@ -29,7 +30,6 @@ from examples.cdc_delta.job import compare
 from examples.cdc_delta.rounds import run_rounds
 from examples.kafka_delta.checks import delta_log
 from examples.kafka_delta.driver import Files
-from examples.kafka_delta.pipeline import spark_session
 
 pytestmark = [pytest.mark.slow, ON_KAFKA_LINE]
 
@@ -43,16 +43,8 @@ CHANGELOG_JOIN = "ChangelogMultiJoin input0"  # a changelog join in a physical p
 
 
 @pytest.fixture(scope="module")
-def delta_spark() -> SparkSession:
-    if SparkContext._active_spark_context is not None:  # type: ignore[attr-defined]
-        pytest.skip("a session without Delta's jars runs in this process already; scripts/test "
-                    "runs tests/pipeline in a pytest of its own")
-    try:
-        session = spark_session("cdc-delta-tests")
-    except SystemExit as missing:  # the jars are not fetched
-        pytest.skip(str(missing))
-    yield session
-    session.stop()
+def delta_spark() -> Iterator[SparkSession]:
+    yield from delta_spark_session("cdc-delta-tests")
 
 
 def test_the_target_is_the_batch_join_after_every_round(delta_spark, tmp_path):
