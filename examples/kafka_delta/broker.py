@@ -74,8 +74,12 @@ def server_properties(log_dirs: Path, port: int, controller_port: int) -> str:
 
 def cluster_id() -> str:
     """A cluster id as Kafka's StorageTool makes one (a random UUID, URL-safe base64), made here
-    to spare a JVM start."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    to spare a JVM start. Like Kafka's, never one that starts with a dash, which the tool's
+    argument parser would read as an option."""
+    while True:
+        made = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not made.startswith("-"):
+            return made
 
 
 def die_with_parent() -> None:

@@ -22,6 +22,7 @@ import pytest
 from support.driver_process import RUN_SECONDS, Kills, kill_at_random_moments
 from support.kafka_pipeline import ON_KAFKA_LINE, Driver, broker  # noqa: F401 (a fixture)
 
+from examples.kafka_delta.broker import cluster_id
 from examples.kafka_delta.driver import Files
 from examples.kafka_delta.events import TOPICS, EventProducer, Produced, Scenario
 from scripts.kafka_jars import DELTA_BY_LINE
@@ -133,3 +134,10 @@ def test_the_venv_holds_delta_spark_beside_the_lines_own_pyspark():
     line = ".".join(pyspark.__version__.split(".")[:2])
     assert version("delta-spark") == DELTA_BY_LINE[line]
     assert pyspark.__version__ == spark_lines()[line]
+
+
+def test_a_cluster_id_never_reads_as_an_option():
+    # One id in 64 would start with a dash: the old ids failed this within a few hundred.
+    ids = [cluster_id() for _ in range(2000)]
+    assert not [made for made in ids if made.startswith("-")]
+    assert {len(made) for made in ids} == {22}

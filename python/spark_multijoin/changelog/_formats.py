@@ -7,8 +7,6 @@ from __future__ import annotations
 from functools import reduce
 from typing import Sequence
 
-from py4j.protocol import Py4JJavaError
-from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType
@@ -136,9 +134,10 @@ def _deleted(df: DataFrame, change_columns: list[str], deleted: Column | str | N
                         f"{type(deleted).__name__}")
     try:
         kind = df.select(condition.alias("deleted")).schema["deleted"].dataType
-    # PySpark converts Spark's AnalysisException, except where its converter does not run (seen
-    # on 4.3 in a pytest worker), where py4j's error carries it.
-    except (AnalysisException, Py4JJavaError) as error:
+    # Whatever fails here fails to analyze the expression on df. Not only AnalysisException:
+    # PySpark's converter can itself fail (py4j's error then carries Spark's), and on 4.3 the
+    # converter's logging raises a TypeError where another thread swapped the logger class.
+    except Exception as error:  # noqa: BLE001
         raise ValueError(f"deleted: {deleted!r} is no expression on df: {error}") from error
     if not isinstance(kind, BooleanType):
         raise TypeError(f"deleted: {deleted!r} is {kind.simpleString()}, not boolean")
