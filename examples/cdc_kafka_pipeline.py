@@ -43,6 +43,7 @@ from kafka_delta.driver import Files, ProducerThread, run_kafka_query
 from kafka_delta.pipeline import read_progress, spark_session
 
 EXAMPLE_ROUNDS = 24
+EXAMPLE_PAUSE = 1.5  # seconds between two rounds: the changes come over many micro-batches
 # Each topic is read in steps of this many messages: the changes take many micro-batches.
 EXAMPLE_MAX_OFFSETS = 20
 CHANGELOG_JOIN = "ChangelogMultiJoin input0"  # a changelog join in a physical plan
@@ -151,7 +152,7 @@ def run_example(args: argparse.Namespace) -> bool:
                 time.sleep(0.1)
 
         changes = DebeziumProducer(producer_client(broker.bootstrap), Shop(args.seed),
-                                   args.rounds, gate=once_running)
+                                   args.rounds, gate=once_running, pause_seconds=EXAMPLE_PAUSE)
         producer = ProducerThread(changes.run, files)
         producer.start()
         run_kafka_query(lambda: start(spark, broker.bootstrap, files.table, files.checkpoint,

@@ -251,5 +251,8 @@ class DebeziumProducer:
             if self._producer.flush(30) > 0:
                 raise RuntimeError("the broker did not take every message within 30 s")
             time.sleep(self._pause)
+        # Let go of the client: its threads would try to reach the broker until it is collected,
+        # logging each refused connection once the broker is stopped.
+        self._producer = None
         self._gate(self._rounds, self._rounds)
         return self.shop.counts
