@@ -9,15 +9,11 @@ and MERGEs the join's changes into a Delta table with `changelog.delta_merge`
 (cdc_delta/job.py). After each round the query reads every new commit and stops; the example
 then checks the table against the batch join of the tables' current rows.
 
-Runs on Spark 4.1, where Delta Lake's jars resolve; `scripts/run-example cdc` sets up its venv
-and jars and runs it.
+Runs on Spark 4.1, where Delta Lake's jars resolve; `scripts/run-example cdc-delta` sets up its
+venv and jars and runs it. (`scripts/run-example cdc` runs the CDC example on Kafka,
+examples/cdc_kafka_pipeline.py: Debezium's topics in.)
 
     python examples/cdc_delta_pipeline.py [--work DIR] [--rounds N] [--seed S]
-    python examples/cdc_delta_pipeline.py --driver --work DIR
-
-The second form is the streaming driver alone, over source tables in DIR/sources that something
-else creates and changes (the kill test, tests/pipeline/test_cdc_delta.py): it runs the query
-into DIR/table until the file DIR/stop appears, then reads every commit there is and stops.
 """
 
 from __future__ import annotations
@@ -27,9 +23,7 @@ import shutil
 import time
 from pathlib import Path
 
-from cdc_delta.job import start
 from cdc_delta.rounds import run_rounds
-from kafka_delta.driver import Files, run_query
 from kafka_delta.pipeline import spark_session
 
 EXAMPLE_ROUNDS = 5
@@ -55,26 +49,12 @@ def run_example(args: argparse.Namespace) -> bool:
     return ok
 
 
-def run_driver(args: argparse.Namespace) -> bool:
-    files = Files(args.work)
-    spark = spark_session("cdc-delta-driver")
-    query = run_query(lambda: start(spark, args.work / "sources", files.table, files.checkpoint),
-                      files, "running")
-    failure = query.exception()
-    spark.stop()
-    if failure is not None:
-        raise failure
-    return True
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp/multijoin-cdc-delta"))
     parser.add_argument("--rounds", type=int, default=EXAMPLE_ROUNDS)
     parser.add_argument("--seed", type=int, default=3)
-    parser.add_argument("--driver", action="store_true")
-    args = parser.parse_args()
-    if not (run_driver if args.driver else run_example)(args):
+    if not run_example(parser.parse_args()):
         raise SystemExit("the check failed (see above)")
 
 

@@ -26,13 +26,12 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import threading
 import time
 from pathlib import Path
 
-from kafka_delta.broker import KafkaBroker
+from kafka_delta.broker import running_broker
 from kafka_delta.checks import passed, report, summary
-from kafka_delta.driver import Files, run_until_stopped
+from kafka_delta.driver import Files, ProducerThread, run_until_stopped
 from kafka_delta.events import TOPICS, EventProducer, Scenario
 from kafka_delta.move import run_move
 from kafka_delta.pipeline import compare, spark_session
@@ -64,31 +63,16 @@ def run_driver(args: argparse.Namespace) -> bool:
     return True
 
 
-def produce_then_stop(bootstrap: str, files: Files, scenario: Scenario) -> threading.Thread:
-    """Produces the scenario's events in a thread, then asks the driver to stop."""
-    def produce() -> None:
-        try:
-            EventProducer(bootstrap, scenario, files).run()
-        finally:
-            files.stop.touch()
-
-    thread = threading.Thread(target=produce, name="producer", daemon=True)
-    thread.start()
-    return thread
-
-
 def run_example(args: argparse.Namespace) -> bool:
     shutil.rmtree(args.work, ignore_errors=True)
     files = Files(args.work)
     started = time.monotonic()
-    with KafkaBroker(args.work / "broker") as broker:
-        print(f"broker: Kafka in KRaft mode at {broker.bootstrap}, started in "
-              f"{time.monotonic() - started:.0f} s")
-        broker.create_topics(TOPICS)
+    with running_broker(args.work / "broker", TOPICS) as broker:
         spark = spark_session("kafka-delta-example")
-        producer = produce_then_stop(broker.bootstrap, files, Scenario())
+        producer = ProducerThread(EventProducer(broker.bootstrap, Scenario(), files).run, files)
+        producer.start()
         run_until_stopped(spark, broker.bootstrap, files, args.max_offsets or EXAMPLE_MAX_OFFSETS)
-        producer.join()
+        producer.finish()
         ok = check_and_report(spark, broker.bootstrap, files, query_plan(files))
         spark.stop()
     print(f"done in {time.monotonic() - started:.0f} s")
@@ -97,8 +81,7 @@ def run_example(args: argparse.Namespace) -> bool:
 
 def run_move_example(args: argparse.Namespace) -> bool:
     shutil.rmtree(args.work, ignore_errors=True)
-    with KafkaBroker(args.work / "broker") as broker:
-        broker.create_topics(TOPICS)
+    with running_broker(args.work / "broker", TOPICS) as broker:
         spark = spark_session("kafka-delta-move")
         print("\n".join(run_move(spark, broker.bootstrap, args.work, args.max_offsets)))
         comparison = compare(spark, broker.bootstrap, args.work / "table")

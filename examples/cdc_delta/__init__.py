@@ -1,2 +1,5 @@
-"""The CDC example's parts (examples/cdc_delta_pipeline.py runs them): the source tables and the
-producer of their changes, and the query over their change data feeds with its batch twin."""
+"""The CDC examples' parts: for the one over Delta's change data feed
+(examples/cdc_delta_pipeline.py), the source tables and the producer of their commits, the query
+and its batch twin, the rounds; for the one over Debezium's topics on Kafka
+(examples/cdc_kafka_pipeline.py), the topics and their producer, the query and its batch twin;
+and the comparison both check their target with."""

@@ -1,4 +1,4 @@
-"""The example's query and its batch twin.
+"""The change data feed example's query and its batch twin.
 
 Each source table's change data feed, read from its first version, is declared a changelog
 (`changelog.delta_cdf`, its primary key the row id). Orders LEFT JOIN customers on the customer,
@@ -14,8 +14,6 @@ target must hold exactly its rows once the query has read every commit.
 
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -25,6 +23,7 @@ from pyspark.sql.streaming import StreamingQuery
 from spark_multijoin import changelog
 
 from .changes import TABLES
+from .comparison import Comparison, compare_rows
 
 WHERE = "o.status <> 'cancelled' AND coalesce(c.tier, 'none') <> 'blocked'"
 # The order's own customer and product ids, and each input's row id: an order, customer and
@@ -34,9 +33,6 @@ OUTPUT = ["o.order_id", "o.customer_id", "o.product_id", "o.amount", "o.status",
           "p.price"]
 IDENTITY = ["order_id", "cust_id", "prod_id"]
 QUERY_NAME = "orders_enriched"
-# Without an interval an idle query asks each table's log for new commits every few
-# milliseconds, which takes a core from whatever else runs.
-POLL_INTERVAL = "1 second"
 
 
 def enriched(orders: DataFrame, customers: DataFrame, products: DataFrame) -> DataFrame:
@@ -58,16 +54,13 @@ def streaming_enriched(spark: SparkSession, sources: Path) -> DataFrame:
                                           row_id=table.key) for table in TABLES))
 
 
-def start(spark: SparkSession, sources: Path, target: Path, checkpoint: Path,
-          available_now: bool = False) -> StreamingQuery:
-    """The query into `target`, on `checkpoint`; with `available_now`, it reads the commits
-    there are when it starts and stops, else it looks for new ones every POLL_INTERVAL."""
-    writer = (streaming_enriched(spark, sources).writeStream
-              .foreachBatch(changelog.delta_merge(str(target), path=True))
-              .option("checkpointLocation", str(checkpoint)).queryName(QUERY_NAME))
-    if available_now:
-        return writer.trigger(availableNow=True).start()
-    return writer.trigger(processingTime=POLL_INTERVAL).start()
+def start(spark: SparkSession, sources: Path, target: Path, checkpoint: Path) -> StreamingQuery:
+    """The query into `target`, on `checkpoint`: it reads the commits there are when it starts,
+    and stops."""
+    return (streaming_enriched(spark, sources).writeStream
+            .foreachBatch(changelog.delta_merge(str(target), path=True))
+            .option("checkpointLocation", str(checkpoint)).queryName(QUERY_NAME)
+            .trigger(availableNow=True).start())
 
 
 def batch_enriched(spark: SparkSession, sources: Path) -> DataFrame:
@@ -75,40 +68,7 @@ def batch_enriched(spark: SparkSession, sources: Path) -> DataFrame:
                       for table in TABLES))
 
 
-@dataclass
-class Comparison:
-    expected: int        # rows of the batch join
-    found: int           # rows of the target
-    missing: int         # expected rows the target lacks
-    unexpected: int      # target rows the batch join does not have (extra copies included)
-    duplicate_ids: int   # output identities the target holds more than once
-    padded: int          # expected rows with a null-padded customer or product
-    samples: dict[str, list[tuple]] = field(default_factory=dict)  # a few of each difference
-
-    @property
-    def same(self) -> bool:
-        return self.missing == self.unexpected == self.duplicate_ids == 0
-
-    def line(self) -> str:
-        return (f"rows expected {self.expected}, found {self.found}, missing {self.missing}, "
-                f"unexpected {self.unexpected}, identities twice {self.duplicate_ids} "
-                f"(null-padded: {self.padded})")
-
-
 def compare(spark: SparkSession, sources: Path, target: Path) -> Comparison:
     """The target against the batch join over the tables' current rows, row by row."""
-    batch = batch_enriched(spark, sources)
-    expected = Counter(map(tuple, batch.collect()))
-    found = Counter(map(tuple, spark.read.format("delta").load(str(target))
-                        .select(*batch.columns).collect()))
-    ids = [batch.columns.index(name) for name in IDENTITY]
-    identities = Counter(tuple(row[i] for i in ids) for row in found.elements())
-    missing, unexpected = expected - found, found - expected
-    return Comparison(
-        expected=sum(expected.values()), found=sum(found.values()),
-        missing=sum(missing.values()), unexpected=sum(unexpected.values()),
-        duplicate_ids=sum(count > 1 for count in identities.values()),
-        padded=sum(count for row, count in expected.items()
-                   if row[ids[1]] is None or row[ids[2]] is None),
-        samples={"missing": sorted(missing, key=repr)[:5],
-                 "unexpected": sorted(unexpected, key=repr)[:5]})
+    return compare_rows(batch_enriched(spark, sources),
+                        spark.read.format("delta").load(str(target)), IDENTITY, IDENTITY[1:])

@@ -36,7 +36,7 @@ def run_rounds(spark: SparkSession, work: Path, rounds: int, seed: int = 3) -> I
     for number in range(rounds):
         started, commits_before = time.monotonic(), producer.commits
         producer.round()
-        query = start(spark, sources, work / "table", work / "checkpoint", available_now=True)
+        query = start(spark, sources, work / "table", work / "checkpoint")
         query.awaitTermination()
         if query.exception() is not None:
             raise query.exception()

@@ -22,7 +22,9 @@ import sys
 import time
 import uuid
 import weakref
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKER_JARS = ROOT / "target" / "jars" / "kafka-broker"
@@ -192,6 +194,28 @@ class KafkaBroker:
 
     def __exit__(self, *exc_info) -> None:
         self.stop()
+
+
+@contextmanager
+def running_broker(work: Path, topics: dict[str, int]) -> Iterator[KafkaBroker]:
+    """A broker in `work` with `topics` (name to partition count), which prints where it listens
+    once it does; stopped on leaving."""
+    started = time.monotonic()
+    with KafkaBroker(work) as broker:
+        print(f"broker: Kafka in KRaft mode at {broker.bootstrap}, started in "
+              f"{time.monotonic() - started:.0f} s")
+        broker.create_topics(topics)
+        yield broker
+
+
+def producer_client(bootstrap: str):
+    """A confluent-kafka producer for the examples' changes and events: idempotent, so that a
+    retried send is written once, and partitioning keys as Kafka's Java clients do (murmur2),
+    so that Spark's writer or a connector would put them where this one does."""
+    from confluent_kafka import Producer
+
+    return Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5,
+                     "partitioner": "murmur2_random"})
 
 
 def _listens(port: int) -> bool:

@@ -30,15 +30,20 @@ def late_rows(spark: SparkSession, bootstrap: str) -> int:
                                 lambda header: header["key"] == F.lit(LATE_HEADER))).count()
 
 
+def commits(table: Path) -> list[list[dict]]:
+    """The actions of each of the table's commits, in order."""
+    return [[json.loads(line) for line in commit.read_text().splitlines() if line]
+            for commit in sorted((table / "_delta_log").glob("*.json"))]
+
+
 def delta_log(table: Path) -> dict:
     """The table's commits: how many, how many added files, and the (query, batch) each names."""
-    commits = sorted((table / "_delta_log").glob("*.json"))
+    logged = commits(table)
     transactions, adding = [], 0
-    for commit in commits:
-        actions = [json.loads(line) for line in commit.read_text().splitlines() if line]
+    for actions in logged:
         transactions += [(a["txn"]["appId"], a["txn"]["version"]) for a in actions if "txn" in a]
         adding += any("add" in a for a in actions)
-    return {"commits": len(commits), "commits_adding_files": adding,
+    return {"commits": len(logged), "commits_adding_files": adding,
             "transactions": len(transactions), "distinct_transactions": len(set(transactions)),
             "other_files": sorted(p.name for p in (table / "_delta_log").iterdir()
                                   if p.suffix not in (".json", ".crc") and p.is_file())}

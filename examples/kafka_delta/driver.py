@@ -10,16 +10,18 @@ restarted one needs:
 - `stop`: once this file exists, the driver processes everything the topics hold, then stops.
 - `plan.txt`: the physical plan of the last micro-batch, once stopped.
 
-The CDC example's driver (examples/cdc_delta_pipeline.py) keeps the same files with `Files` and
-runs its query, on Delta tables' change feeds, with `run_query`.
+The producer runs beside the driver in a `ProducerThread`, which creates the stop file once it
+is done. The CDC example on Kafka (examples/cdc_kafka_pipeline.py) keeps the same files with
+`Files`, runs its query with `run_kafka_query` and its producer in a `ProducerThread`.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from pyspark.sql import SparkSession
 from pyspark.errors import StreamingQueryException
@@ -97,9 +99,13 @@ def run_until_stopped(spark: SparkSession, bootstrap: str, files: Files,
                       max_offsets: int | None = None) -> None:
     """Runs the query until the stop file appears, then until it has processed everything the
     topics hold (the final events' batch and the batch their watermark runs), then stops it."""
-    def started() -> StreamingQuery:
-        return start(spark, bootstrap, files, max_offsets)
+    run_kafka_query(lambda: start(spark, bootstrap, files, max_offsets), files)
 
+
+def run_kafka_query(started: Callable[[], StreamingQuery], files: Files) -> None:
+    """`run_query` for a query that reads Kafka, started again where Spark 4.1.1's Kafka source
+    fails a restart; raises the query's failure. The CDC example on Kafka
+    (examples/cdc_kafka_pipeline.py) runs its query with it too."""
     query = run_query(started, files, "running")
     while _failed_reporting_kafka_metrics(query):
         # Spark 4.1.1's Kafka source (SPARK-55271, fixed in 4.1.3) fails a restarted query
@@ -113,8 +119,7 @@ def run_until_stopped(spark: SparkSession, bootstrap: str, files: Files,
 
 def run_query(started: Callable[[], StreamingQuery], files: Files, note: str) -> StreamingQuery:
     """Runs the query that `started` starts until it fails or is told to stop, noting its start
-    in runs.txt and its progress in progress.jsonl; returns it stopped. The CDC example's driver
-    (examples/cdc_delta_pipeline.py) runs its query with it too."""
+    in runs.txt and its progress in progress.jsonl; returns it stopped."""
     query = started()
     progress = ProgressWriter(query, files)
     with files.runs.open("a") as runs:
@@ -142,3 +147,32 @@ def _failed_reporting_kafka_metrics(query: StreamingQuery) -> bool:
     return cause.getClass().getName() == "java.lang.NullPointerException" and any(
         frame.getClassName().startswith("org.apache.spark.sql.kafka010.KafkaMicroBatchStream")
         and frame.getMethodName() == "metrics" for frame in cause.getStackTrace())
+
+
+class ProducerThread(threading.Thread):
+    """Runs `produce` (a producer's run) beside the driver, then creates the stop file, also when
+    it fails, so that the driver does not wait for changes that will not come."""
+
+    def __init__(self, produce: Callable[[], Any], files: Files) -> None:
+        super().__init__(name="producer", daemon=True)
+        self._produce = produce
+        self._files = files
+        self.produced: Any = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.produced = self._produce()
+        except BaseException as error:  # raised by finish()
+            self.error = error
+        finally:
+            self._files.stop.touch()
+
+    def finish(self, timeout_seconds: float | None = None) -> Any:
+        """What `produce` returned, once it has; raises what it raised."""
+        self.join(timeout_seconds)
+        if self.error is not None:
+            raise self.error
+        if self.is_alive() or self.produced is None:
+            raise RuntimeError(f"the producer did not finish within {timeout_seconds} s")
+        return self.produced

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Callable, Protocol
 
+from .broker import producer_client
+
 START = datetime(2026, 3, 1, tzinfo=timezone.utc)
 # Each topic's partition count; the query's shuffle partitions are another number.
 TOPICS = {"orders": 3, "payments": 3, "shipments": 4, "reviews": 3}
@@ -186,17 +188,12 @@ class EventProducer:
     def __init__(self, bootstrap: str, scenario: Scenario, query: QueryView,
                  gate: Callable[[int, int], None] = lambda chunk, chunks: None,
                  chunks: int = 60, lead_seconds: int | None = 5 * MINUTE) -> None:
-        from confluent_kafka import Producer
-
         self.scenario = scenario
         self._query = query
         self._gate = gate
         self._chunks = chunks
         self._lead = lead_seconds
-        # Idempotent: a retried send is written once. Keys are partitioned as Kafka's Java
-        # clients do (murmur2), so that Spark's writer would put them where this one does.
-        self._producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
-                                   "linger.ms": 5, "partitioner": "murmur2_random"})
+        self._producer = producer_client(bootstrap)
         self._rng = random.Random(scenario.seed + 1)
         self._late_maker = EventMaker(first_id=1_000_000)  # ids apart from the others'
         self.produced = Produced()

@@ -1,20 +1,23 @@
-"""The CDC pipeline (examples/cdc_delta_pipeline.py): the change data feeds of three Delta tables
-in, two changelog joins (one stacked on the other), a Delta table out through
-changelog.delta_merge. The target must be the batch join of the tables' current rows after
-every round of commits, and at the end however often the driver is killed while commits keep
-coming: no row lost, none twice, no identity twice.
+"""The CDC pipelines, changes in, changelog joins (two, one stacked on the other), a Delta table
+out through changelog.delta_merge:
 
-Delta's jars resolve on one Spark line (scripts/kafka_jars.py), where scripts/setup-kafka
-fetches them; scripts/test runs tests/pipeline there. The producer's session (and the first
-test's query) runs in the test's process and needs Delta's jars, so no other session may have
-started there first.
+- Delta's change data feed (examples/cdc_delta_pipeline.py): the target is the batch join of
+  the tables' current rows after every round of commits;
+- Debezium's topics on Kafka (examples/cdc_kafka_pipeline.py): however often the driver is
+  killed while the changes keep coming, the target ends as the batch join of the topics' final
+  snapshots: no row lost, none twice, no identity twice.
+
+Delta's jars and Spark's Kafka connector resolve on one Spark line (scripts/kafka_jars.py), where
+scripts/setup-kafka fetches them; scripts/test runs tests/pipeline there. The first test's
+session runs in the test's process and needs Delta's jars, so no other session may have started
+there first; the second runs its Spark in the driver's processes.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import sys
-import threading
 import time
 from typing import Iterator
 
@@ -25,18 +28,18 @@ from support.delta_session import delta_spark_session
 from support.driver_process import RUN_SECONDS, DriverProcess, Kills, kill_at_random_moments
 from support.kafka_pipeline import EXAMPLES, ON_KAFKA_LINE
 
-from examples.cdc_delta.changes import Producer, create_tables
-from examples.cdc_delta.job import compare
 from examples.cdc_delta.rounds import run_rounds
-from examples.kafka_delta.checks import delta_log
-from examples.kafka_delta.driver import Files
+from examples.cdc_delta.topics import TOPICS, DebeziumProducer, Shop
+from examples.kafka_delta.broker import KafkaBroker, producer_client, running_broker
+from examples.kafka_delta.driver import Files, ProducerThread
 
 pytestmark = [pytest.mark.slow, ON_KAFKA_LINE]
 
 ROUNDS = 4  # every kind of change comes up, the hot customer deleted and inserted again too
 KILLS = 6
 PACED_ROUNDS = 2 * KILLS  # the producer's rounds are paced over the kills, two a kill
-PAUSE_SECONDS = 0.5  # between two rounds, leaving the cores to the driver a while
+# Each topic in steps of this many messages, so that a driver starts with changes to read.
+MAX_OFFSETS = 15
 # A kill comes within this many seconds of the moment a run's query starts or ends a batch.
 KILL_WITHIN_SECONDS = 3.0
 CHANGELOG_JOIN = "ChangelogMultiJoin input0"  # a changelog join in a physical plan
@@ -62,79 +65,66 @@ def test_the_target_is_the_batch_join_after_every_round(delta_spark, tmp_path):
 
 
 class CdcDriver(DriverProcess):
-    def __init__(self, files: Files) -> None:
-        super().__init__([sys.executable, str(EXAMPLES / "cdc_delta_pipeline.py"), "--driver",
-                          "--work", str(files.work)], files)
+    """examples/cdc_kafka_pipeline.py --driver, in a process group of its own."""
+
+    def __init__(self, bootstrap: str, files: Files, check: bool) -> None:
+        command = [sys.executable, str(EXAMPLES / "cdc_kafka_pipeline.py"), "--driver",
+                   "--bootstrap", bootstrap, "--work", str(files.work),
+                   "--max-offsets", str(MAX_OFFSETS)]
+        super().__init__(command + (["--check"] if check else []), files)
 
 
-class ProducerThread(threading.Thread):
-    """Commits rounds until the last kill, at most two rounds ahead of the kills (round i once
-    i // 2 kills are done), so that every kill lands while commits are still coming."""
+class KillsBetweenRounds(Kills):
+    """Kills that note the producer's rounds so far at each."""
 
-    def __init__(self, producer: Producer, kills: Kills) -> None:
-        super().__init__(name="producer", daemon=True)
-        self.producer, self.kills = producer, kills
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            number = 0
-            while self.kills.done < self.kills.total:
-                self.kills.gate(number, PACED_ROUNDS)
-                self.producer.round()
-                number += 1
-                time.sleep(PAUSE_SECONDS)
-        except BaseException as error:  # reported by finish()
-            self.error = error
-
-    def finish(self) -> None:
-        self.join(RUN_SECONDS)
-        if self.error is not None:
-            raise self.error
-        assert not self.is_alive(), "the producer did not finish"
-
-
-class KillsBetweenCommits(Kills):
-    """Kills that note the producer's commits so far at each."""
-
-    def __init__(self, total: int, producer: Producer) -> None:
+    def __init__(self, total: int, shop: Shop) -> None:
         super().__init__(total)
-        self.producer = producer
-        self.commits_at: list[int] = []
+        self.shop = shop
+        self.rounds_at: list[int] = []
 
     def add(self) -> None:
-        self.commits_at.append(self.producer.commits)
+        self.rounds_at.append(self.shop.rounds)
         super().add()
 
 
-def test_the_target_holds_every_change_once_however_often_the_driver_is_killed(delta_spark,
+@pytest.fixture
+def cdc_broker(tmp_path) -> Iterator[KafkaBroker]:
+    with running_broker(tmp_path / "broker", TOPICS) as running:
+        yield running
+
+
+def test_the_target_holds_every_change_once_however_often_the_driver_is_killed(cdc_broker,
                                                                               tmp_path):
+    """Kills the driver KILLS times while the producer sends rounds of changes, at most two
+    rounds ahead of the kills, restarting it on the same checkpoint each time: at a random
+    moment of its first micro-batch or, every other time, just after it. The last run starts
+    while the producer ends, and reads every message once the stop file is there."""
     files = Files(tmp_path / "work")
     files.work.mkdir()
-    create_tables(delta_spark, files.work / "sources")
-    producer = Producer(delta_spark, files.work / "sources", seed=5)
-    kills = KillsBetweenCommits(KILLS, producer)
-    committing = ProducerThread(producer, kills)
+    shop = Shop(seed=5)
+    kills = KillsBetweenRounds(KILLS, shop)
+    producer = ProducerThread(
+        DebeziumProducer(producer_client(cdc_broker.bootstrap), shop, PACED_ROUNDS,
+                         gate=kills.gate).run, files)
     started = time.monotonic()
-    committing.start()
+    producer.start()
     runs_that_committed = kill_at_random_moments(
-        lambda: CdcDriver(files), files, kills, random.Random(7), KILL_WITHIN_SECONDS)
-    # The last run starts while the producer ends its round; it reads every commit once the
-    # stop file is there, which is once the producer is done.
-    final = CdcDriver(files)
-    committing.finish()
-    files.stop.touch()
+        lambda: CdcDriver(cdc_broker.bootstrap, files, check=False), files, kills,
+        random.Random(7), KILL_WITHIN_SECONDS)
+    final = CdcDriver(cdc_broker.bootstrap, files, check=True)
+    counts = producer.finish(RUN_SECONDS)
     assert final.wait(RUN_SECONDS) == 0, final.log_tail()
-    comparison = compare(delta_spark, files.work / "sources", files.table)
-    log = delta_log(files.table)
+    numbers = json.loads((files.work / "check.json").read_text())
     print(f"kills: {kills.done} ({runs_that_committed} after their run ended a micro-batch), "
-          f"the producer's commits at each: {kills.commits_at} of {producer.commits} in "
-          f"{producer.rounds} rounds; {comparison.line()}; target commits {log['commits']}, "
-          f"{time.monotonic() - started:.0f} s")
-    assert comparison.same, comparison
-    assert files.run_count() >= KILLS + 1
+          f"the producer's rounds at each: {kills.rounds_at} of {shop.rounds}; "
+          + "; ".join(final.log_tail(5).splitlines()) + f"; {time.monotonic() - started:.0f} s")
+    assert numbers["same"], numbers
+    assert numbers["expected"] > 0 and numbers["padded"] > 0
+    assert numbers["runs"] >= KILLS + 1
     assert runs_that_committed >= KILLS // 2
-    # Every kill came while the producer was still committing: some commits between two.
-    assert all(b > a for a, b in zip(kills.commits_at, kills.commits_at[1:] + [producer.commits]))
-    assert log["transactions"] == log["distinct_transactions"]
-    assert files.plan.read_text().count(CHANGELOG_JOIN) == 2
+    # Every kill but the last came with changes still to come: rounds between each two.
+    assert all(b > a for a, b in zip(kills.rounds_at, kills.rounds_at[1:]))
+    assert all(counts[kind] > 0 for kind in ("u", "d", "orders to another customer",
+                                              "items to another order", "ids inserted again"))
+    assert numbers["transactions"] == numbers["distinct_transactions"]
+    assert numbers["changelog_joins"] == 2

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import random
-import threading
 from importlib.metadata import version
 
 import pyspark
@@ -23,8 +22,8 @@ from support.driver_process import RUN_SECONDS, Kills, kill_at_random_moments
 from support.kafka_pipeline import ON_KAFKA_LINE, Driver, broker  # noqa: F401 (a fixture)
 
 from examples.kafka_delta.broker import cluster_id
-from examples.kafka_delta.driver import Files
-from examples.kafka_delta.events import TOPICS, EventProducer, Produced, Scenario
+from examples.kafka_delta.driver import Files, ProducerThread
+from examples.kafka_delta.events import TOPICS, EventProducer, Scenario
 from scripts.kafka_jars import DELTA_BY_LINE
 from scripts.spark_jars import spark_lines
 
@@ -42,32 +41,6 @@ KILLS = 6
 KILL_WITHIN_SECONDS = 3.0
 
 
-class ProducerThread(threading.Thread):
-    """Produces a scenario while the test does something else, then asks the driver to stop."""
-
-    def __init__(self, bootstrap: str, files: Files, scenario: Scenario, **options) -> None:
-        super().__init__(name="producer", daemon=True)
-        self.producer = EventProducer(bootstrap, scenario, files, **options)
-        self.files = files
-        self.produced: Produced | None = None
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self.produced = self.producer.run()
-        except BaseException as error:  # reported by finish()
-            self.error = error
-        finally:
-            self.files.stop.touch()
-
-    def finish(self) -> Produced:
-        self.join(RUN_SECONDS)
-        if self.error is not None:
-            raise self.error
-        assert self.produced is not None, "the producer did not finish"
-        return self.produced
-
-
 def checked(files: Files, driver: Driver) -> dict:
     assert driver.wait(RUN_SECONDS) == 0, driver.log_tail()
     return json.loads((files.work / "check.json").read_text())
@@ -77,10 +50,10 @@ def test_the_table_is_the_batch_answer_and_the_late_rows_are_dropped(broker, tmp
     files = Files(tmp_path / "work")
     files.work.mkdir()
     driver = Driver(broker.bootstrap, files, MAX_OFFSETS, check=True)
-    producer = ProducerThread(broker.bootstrap, files, ANSWER_SCENARIO,
-                              lead_seconds=LEAD_SECONDS)
+    producer = ProducerThread(EventProducer(broker.bootstrap, ANSWER_SCENARIO, files,
+                                            lead_seconds=LEAD_SECONDS).run, files)
     producer.start()
-    produced = producer.finish()
+    produced = producer.finish(RUN_SECONDS)
     numbers = checked(files, driver)
     print(driver.log_tail(8))
 
@@ -107,14 +80,14 @@ def test_every_row_lands_once_however_often_the_driver_is_killed(broker, tmp_pat
     files.work.mkdir()
     kills = Kills(KILLS)
     scenario = Scenario(orders=150, hot_key=57, late_rows=8)
-    producer = ProducerThread(broker.bootstrap, files, scenario, gate=kills.gate,
-                              lead_seconds=None)
+    producer = ProducerThread(EventProducer(broker.bootstrap, scenario, files, gate=kills.gate,
+                                            lead_seconds=None).run, files)
     producer.start()
     runs_that_committed = kill_at_random_moments(
         lambda: Driver(broker.bootstrap, files, None, check=False), files, kills,
         random.Random(5), KILL_WITHIN_SECONDS)
     final = Driver(broker.bootstrap, files, None, check=True)
-    producer.finish()
+    producer.finish(RUN_SECONDS)
     numbers = checked(files, final)
     print(f"kills: {kills.done} ({runs_that_committed} after their run committed a batch); "
           f"rows expected {numbers['expected']}, found {numbers['found']}, duplicated "

@@ -15,7 +15,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from examples.kafka_delta.broker import KafkaBroker
+from examples.kafka_delta.broker import running_broker
 from examples.kafka_delta.driver import Files
 from examples.kafka_delta.events import TOPICS
 from scripts.kafka_jars import DELTA_BY_LINE
@@ -37,8 +37,7 @@ ON_KAFKA_LINE = pytest.mark.skipif(
 @pytest.fixture
 def broker(tmp_path: Path):
     """A broker with the example's topics, stopped after the test."""
-    with KafkaBroker(tmp_path / "broker") as running:
-        running.create_topics(TOPICS)
+    with running_broker(tmp_path / "broker", TOPICS) as running:
         yield running
 
 
