@@ -35,7 +35,7 @@ from examples.kafka_delta.driver import Files, ProducerThread
 
 pytestmark = [pytest.mark.slow, ON_KAFKA_LINE]
 
-ROUNDS = 4  # every kind of change comes up, the hot customer deleted and inserted again too
+ROUNDS = 3  # every kind of change comes up, the hot customer deleted and inserted again too
 KILLS = 6
 PACED_ROUNDS = 2 * KILLS  # the producer's rounds are paced over the kills, two a kill
 # Each topic in steps of this many messages, so that a driver starts with changes to read.
