@@ -68,7 +68,6 @@ def summary(spark: SparkSession, bootstrap: str, files: Files) -> dict:
         "batches": len({p["batchId"] for p in progress}), "batches_with_rows": len(with_rows),
         "first_batch_with_reviews": first_batch_with_rows(progress, "reviews"),
         "runs": files.run_count(),
-        "runs_after_spark_55271": files.run_count(noting="SPARK-55271"),
         "delta_log": delta_log(files.table),
         "changelog_files": len(list(files.checkpoint.glob("state/**/*.changelog"))),
     }
@@ -87,8 +86,7 @@ def report(numbers: dict, plan: str) -> list[str]:
         f"late rows: produced {numbers['late_rows']}, dropped by the watermark "
         f"{numbers['dropped_by_watermark']}",
         f"micro-batches: {numbers['batches']} ({numbers['batches_with_rows']} with rows) in "
-        f"{numbers['runs']} query start(s) ({numbers['runs_after_spark_55271']} after "
-        "SPARK-55271); the reviews topic first had rows in batch "
+        f"{numbers['runs']} query start(s); the reviews topic first had rows in batch "
         f"{numbers['first_batch_with_reviews']}",
         f"Delta log: {log['commits']} commits, {log['commits_adding_files']} adding files, "
         f"{log['transactions']} batch transactions ({log['distinct_transactions']} distinct)",

@@ -58,10 +58,9 @@ class Files:
                  if statistic in p.get("eventTime", {})]
         return max(map(seconds_of, times)) if times else None
 
-    def run_count(self, noting: str = "") -> int:
-        """How many times a query started (those whose note holds `noting`)."""
-        lines = self.runs.read_text().splitlines() if self.runs.exists() else []
-        return sum(noting in line for line in lines)
+    def run_count(self) -> int:
+        """How many times a query started."""
+        return len(self.runs.read_text().splitlines()) if self.runs.exists() else 0
 
 
 def start(spark: SparkSession, bootstrap: str, files: Files,
@@ -103,16 +102,9 @@ def run_until_stopped(spark: SparkSession, bootstrap: str, files: Files,
 
 
 def run_kafka_query(started: Callable[[], StreamingQuery], files: Files) -> None:
-    """`run_query` for a query that reads Kafka, started again where Spark 4.1.1's Kafka source
-    fails a restart; raises the query's failure. The CDC example on Kafka
-    (examples/cdc_kafka_pipeline.py) runs its query with it too."""
+    """`run_query` for a query that reads Kafka; raises the query's failure. The CDC example on
+    Kafka (examples/cdc_kafka_pipeline.py) runs its query with it too."""
     query = run_query(started, files, "running")
-    while _failed_reporting_kafka_metrics(query):
-        # Spark 4.1.1's Kafka source (SPARK-55271, fixed in 4.1.3) fails a restarted query
-        # right after the first micro-batch it runs, if that batch is one the stopped query had
-        # planned: reporting the batch's progress, after the batch committed. Starting again
-        # goes on from the next batch.
-        query = run_query(started, files, "running again after SPARK-55271")
     if query.exception() is not None:
         raise query.exception()
 
@@ -137,16 +129,6 @@ def run_query(started: Callable[[], StreamingQuery], files: Files, note: str) ->
         query.stop()
         progress.write()
     return query
-
-
-def _failed_reporting_kafka_metrics(query: StreamingQuery) -> bool:
-    failure = query._jsq.exception()
-    if failure.isEmpty() or failure.get().cause() is None:
-        return False
-    cause = failure.get().cause()
-    return cause.getClass().getName() == "java.lang.NullPointerException" and any(
-        frame.getClassName().startswith("org.apache.spark.sql.kafka010.KafkaMicroBatchStream")
-        and frame.getMethodName() == "metrics" for frame in cause.getStackTrace())
 
 
 class ProducerThread(threading.Thread):
