@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.bench import flink_cdc_check, flink_cdc_peer, flink_cdc_state
+from scripts.bench import flink, flink_cdc_check, flink_cdc_peer, flink_cdc_state
 
 ROOT = Path(__file__).resolve().parent.parent
 SELECT = ("SELECT t0.k, t0.v0, t1.v1, t2.v2 FROM t0 LEFT JOIN t1 ON t0.k = t1.k "
@@ -165,6 +165,14 @@ def test_modes_may_be_given_comma_separated_and_unknown_ones_fail():
     assert args.modes == ["multi_join", "scan_only", "binary_joins_rocksdb"]
     with pytest.raises(SystemExit):
         flink_cdc_peer.parse_args(["s.json", "o.json", "--modes", "multijoin"])
+
+
+def test_the_benchmark_runs_the_peer_from_the_repositorys_root_in_a_process_of_its_own():
+    assert flink.cdc_peer_command(Path("/w/spec.json"), Path("/o.json"), 1,
+                                  ["multi_join", "scan_only"], check=True) == [
+        sys.executable, "-m", "scripts.bench.flink_cdc_peer", "/w/spec.json", "/o.json",
+        "--runs", "1", "--modes", "multi_join,scan_only", "--check"]
+    assert flink.cdc_peer_command(Path("s"), Path("o"))[-2:] == ["--runs", "2"]
 
 
 def test_the_changes_have_gone_through_once_every_vertex_read_what_its_inputs_wrote():
