@@ -26,6 +26,7 @@ from scripts.bench.workload import Workload
 # The repository's root, from which `python -m scripts.bench.flink_peer` finds the peer.
 ROOT = Path(__file__).resolve().parents[2]
 PEER_MODULE = "scripts.bench.flink_peer"
+CDC_PEER_MODULE = "scripts.bench.flink_cdc_peer"
 MISSING = ("--flink: Flink is not installed, skipping the Flink peer. Install the optional "
            "extra with `scripts/setup-env bench,flink` (pip install '.[bench,flink]'), "
            "or run `scripts/benchmark --flink`, which installs it.")
@@ -68,6 +69,24 @@ def run_peer(workload: Workload, folder: Path, times: int, modes: list[str] | No
         subprocess.run([sys.executable, "-m", PEER_MODULE, str(spec_path), str(out_path)],
                        check=True, stdin=subprocess.DEVNULL, cwd=ROOT, timeout=cap_seconds)
         return json.loads(out_path.read_text())
+
+
+def cdc_peer_command(spec: Path, out: Path, runs: int = 2, modes: list[str] | None = None,
+                     check: bool = False) -> list[str]:
+    """The command that runs Flink on a CDC workload's spec (scripts/bench/flink_cdc_peer.py)."""
+    command = [sys.executable, "-m", CDC_PEER_MODULE, str(spec), str(out), "--runs", str(runs)]
+    return command + (["--modes", ",".join(modes)] if modes else []) + (["--check"] if check
+                                                                         else [])
+
+
+def run_cdc_peer(spec: Path, runs: int = 2, modes: list[str] | None = None, check: bool = False,
+                 cap_seconds: float | None = None) -> dict:
+    """Flink's modes on the CDC workload of `spec`, in a subprocess of its own; its OUT.json."""
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / "out.json"
+        subprocess.run(cdc_peer_command(spec.resolve(), out, runs, modes, check), check=True,
+                       stdin=subprocess.DEVNULL, cwd=ROOT, timeout=cap_seconds)
+        return json.loads(out.read_text())
 
 
 def capped_peer(workload: Workload, folder: Path, cap_seconds: float) -> dict:

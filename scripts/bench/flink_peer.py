@@ -52,12 +52,17 @@ _FLINK_TYPES = {"int": "INT", "bigint": "BIGINT", "long": "BIGINT", "string": "S
                 "double": "DOUBLE", "timestamp": "TIMESTAMP(3)"}
 
 
+def flink_type(kind: str) -> str:
+    """A Spark type name as Flink's; Flink's own names (BIGINT, STRING) map to themselves."""
+    return _FLINK_TYPES[kind.lower()]
+
+
 def flink_columns(spark_schema: str) -> list[tuple[str, str]]:
     """A Spark DDL schema string ("k int, v0 int") as (name, Flink type) pairs."""
     columns = []
     for column in spark_schema.split(","):
         name, kind = column.split()
-        columns.append((name, _FLINK_TYPES[kind.lower()]))
+        columns.append((name, flink_type(kind)))
     return columns
 
 
@@ -129,37 +134,54 @@ def job_config(mode: str, parallelism: int, rocksdb_dir: str) -> dict[str, str]:
     config = {"parallelism.default": str(parallelism),
               MULTI_JOIN_KEY: "true" if mode.startswith("multi_join") else "false",
               ROCKSDB_DIR_KEY: rocksdb_dir, "pipeline.name": "flink-peer"}
-    if mode == "multi_join_rocksdb":
+    if mode.endswith("_rocksdb"):
         config[STATE_BACKEND_KEY] = "rocksdb"
     return config
 
 
-def _environment(streaming: bool, config: dict[str, str]):
+def environment(streaming: bool, config: dict[str, str], cluster: dict[str, str] | None = None):
+    """A table environment with `config`; `cluster` goes to the local mini-cluster as well,
+    which reads its own options (its REST port, say) only from the environment's settings."""
+    from pyflink.common import Configuration
     from pyflink.table import EnvironmentSettings, TableEnvironment
 
-    settings = (EnvironmentSettings.in_streaming_mode() if streaming
-                else EnvironmentSettings.in_batch_mode())
-    env = TableEnvironment.create(settings)
+    builder = EnvironmentSettings.new_instance()
+    builder = builder.in_streaming_mode() if streaming else builder.in_batch_mode()
+    if cluster:
+        options = Configuration()
+        for key, value in {**config, **cluster}.items():
+            options.set_string(key, value)
+        builder = builder.with_configuration(options)
+    env = TableEnvironment.create(builder.build())
     for key, value in config.items():
         env.get_config().set(key, value)
     return env
 
 
-def _run(spec: dict, sql: dict, mode: str) -> dict:
+def timed_run(mode: str, parallelism: int, ddl: list[str], insert: str,
+              explain: tuple = ()) -> dict:
+    """`insert` as one streaming job of `mode` after `ddl`, timed from submission to its end;
+    its plan (with the ExplainDetails `explain`), and whether RocksDB ran."""
     with tempfile.TemporaryDirectory() as scratch:
         rocksdb_dir = Path(scratch) / "rocksdb"
-        env = _environment(True, job_config(mode, spec["parallelism"], str(rocksdb_dir)))
-        for statement in sql["ddl"]:
+        env = environment(True, job_config(mode, parallelism, str(rocksdb_dir)))
+        for statement in ddl:
             env.execute_sql(statement)
-        insert = sql["scan"] if mode == "scan_only" else sql["join"]
-        plan = env.explain_sql(insert)
+        plan = env.explain_sql(insert, *explain)
         started = time.perf_counter()
         result = env.execute_sql(insert)
         result.wait()
         wall = time.perf_counter() - started
         net = result.get_job_client().get_job_execution_result().result().get_net_runtime()
         return {"seconds": round(wall, 2), "net_runtime_seconds": round(net / 1000, 2),
-                "multi_join_in_plan": "MultiJoin" in plan, "rocksdb_used": rocksdb_dir.exists()}
+                "plan": plan, "rocksdb_used": rocksdb_dir.exists()}
+
+
+def _run(spec: dict, sql: dict, mode: str) -> dict:
+    insert = sql["scan"] if mode == "scan_only" else sql["join"]
+    run = timed_run(mode, spec["parallelism"], sql["ddl"], insert)
+    return {"seconds": run["seconds"], "net_runtime_seconds": run["net_runtime_seconds"],
+            "multi_join_in_plan": "MultiJoin" in run["plan"], "rocksdb_used": run["rocksdb_used"]}
 
 
 def main() -> None:
@@ -170,7 +192,7 @@ def main() -> None:
     # the JVM and the planner before any timed run.
     # Batch mode keeps no state: RocksDB's directory stays Flink's default, the temp folder.
     config = job_config("binary_joins", spec["parallelism"], tempfile.gettempdir())
-    counter = _environment(False, config)
+    counter = environment(False, config)
     for statement in sql["ddl"]:
         counter.execute_sql(statement)
     with counter.execute_sql(sql["count"]).collect() as rows:
