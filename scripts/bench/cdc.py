@@ -177,6 +177,10 @@ def record(progress: list[dict], finished: bool, wall: float, state_bytes: int,
             "latency_ms_p50": percentile(weighted, 0.50),
             "latency_ms_p99": percentile(weighted, 0.99),
             "state_bytes": state_bytes,
+            # RocksDB's live SST files after the last batch: the state without the versions
+            # the checkpoint retains.
+            "state_sst_bytes": metrics.state_metric(batches[-1], "rocksdbSstFileSize")
+            if batches else 0,
             "state_rows": metrics.state_rows(progress[-1]) if progress else 0,
             "output_rows": metrics.output_rows(progress) if sink_counts else None,
             "profile": batch_cost(progress) if batches else {},

@@ -92,9 +92,9 @@ def targets_markdown(results: list[dict]) -> list[str]:
 def runs_markdown(results: list[dict]) -> list[str]:
     lines = ["| workload | changes a batch | run | finished | changes done | wall s | changes/s | "
              "batches | batch ms p50 | batch ms p95 | latency ms p50 | latency ms p99 | "
-             "state MB | output change rows |",
+             "state MB | live SST MB | output change rows |",
              "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
-             "---: | ---: |"]
+             "---: | ---: | ---: |"]
     for r in results:
         for size, runs in r["batch_sizes"].items():
             for run, title in RUN_TITLES.items():
@@ -106,7 +106,8 @@ def runs_markdown(results: list[dict]) -> list[str]:
                     f"{x['changes_done']:,} | {x['wall_seconds']:,.1f} | "
                     f"{x['changes_per_second']:,.0f} | {x['batches']} | {x['batch_ms_p50']} | "
                     f"{x['batch_ms_p95']} | {x['latency_ms_p50']} | {x['latency_ms_p99']} | "
-                    f"{x['state_bytes'] / 1e6:,.1f} | {rows} |")
+                    f"{x['state_bytes'] / 1e6:,.1f} | {x.get('state_sst_bytes', 0) / 1e6:,.1f} | "
+                    f"{rows} |")
     return lines + [""]
 
 
