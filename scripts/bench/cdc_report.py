@@ -106,9 +106,13 @@ def runs_markdown(results: list[dict]) -> list[str]:
                     f"{x['changes_done']:,} | {x['wall_seconds']:,.1f} | "
                     f"{x['changes_per_second']:,.0f} | {x['batches']} | {x['batch_ms_p50']} | "
                     f"{x['batch_ms_p95']} | {x['latency_ms_p50']} | {x['latency_ms_p99']} | "
-                    f"{x['state_bytes'] / 1e6:,.1f} | {x.get('state_sst_bytes', 0) / 1e6:,.1f} | "
+                    f"{x['state_bytes'] / 1e6:,.1f} | {megabytes(x.get('state_sst_bytes'))} | "
                     f"{rows} |")
     return lines + [""]
+
+
+def megabytes(value: float | None) -> str:
+    return "-" if value is None else f"{value / 1e6:,.1f}"
 
 
 def flink_markdown(results: list[dict]) -> list[str]:
