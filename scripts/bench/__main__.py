@@ -40,6 +40,13 @@ which pays what its JVM does once), real_time, micro_batch_0s, micro_batch_1s an
 real_time_deduplication, Spark's deduplication of the same inputs' union; with `--flink`, Flink's
 MultiJoin too, flink_latency.py, with its default network buffer timeout and with none).
 
+`--cdc cdc_left10,cdc_star` runs, instead, the CDC benchmark (cdc.py): the changelog join of
+tables' Debezium changes into a noop sink and into Delta, and the foreachBatch recipe, at each of
+`--batch-sizes` (changes a micro-batch), over `--changes` changes, each run capped at
+--cap-minutes, with `--flink` Flink's peer on the same changes; it writes `cdc_results.json`,
+`cdc_results.md` and `cdc_cost.png`. It needs Delta's jars: scripts/benchmark runs it in the
+venv scripts/setup-kafka makes.
+
 `--soak N` runs, instead, a time-bounded multi-join (and Spark's chain) over N small
 micro-batches (soak.py), and writes `soak.json`, `soak.md` and `soak.png`.
 """
@@ -53,6 +60,8 @@ from pyspark.sql import SparkSession
 
 from scripts.bench.benchmark import run_benchmark
 from scripts.bench.breakdown import run_breakdown
+from scripts.bench.cdc import (BATCH_SIZES, CHANGES, TINY_BATCH_SIZES, TINY_CHANGES, cdc_session,
+                               run_cdc)
 from scripts.bench.latency import FLINK_MODES, compiled_writer, run_latency
 from scripts.bench.scale import SCALE_PEERS, run_scale
 from scripts.bench.scale_workloads import SCALE_NAMES
@@ -88,6 +97,15 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--latency-modes", default="real_time_first_query,real_time,"
                         "micro_batch_0s,micro_batch_1s,real_time_deduplication",
                         help="the latency runs to make, in this order")
+    parser.add_argument("--cdc", default="", metavar="WORKLOADS",
+                        help="instead, the CDC benchmark on these workloads (cdc_left10, "
+                        "cdc_star), in Spark 4.1's venv with Delta's jars")
+    parser.add_argument("--changes", type=int, default=None,
+                        help=f"--cdc: changes per workload ({CHANGES:,}; --tiny {TINY_CHANGES:,})")
+    parser.add_argument("--batch-sizes", default=None, metavar="SIZES",
+                        help="--cdc: changes a micro-batch, comma-separated, each a multiple of "
+                        f"the smallest ({','.join(map(str, BATCH_SIZES))}; --tiny "
+                        f"{','.join(map(str, TINY_BATCH_SIZES))})")
     parser.add_argument("--flink", action="store_true",
                         help="also run Flink (MultiJoin on the heap and in RocksDB, binary "
                         "joins, scan only) on the keyed workloads' files (needs the flink extra)")
@@ -102,8 +120,19 @@ def scale_peers(names: str) -> set[str]:
     return chosen
 
 
+def main_cdc(args: argparse.Namespace) -> None:
+    sizes = args.batch_sizes or ",".join(map(str, TINY_BATCH_SIZES if args.tiny else BATCH_SIZES))
+    spark = cdc_session(args.driver_memory, 2 if args.tiny else 4)
+    run_cdc(spark, args.cdc.split(","), args.changes or (TINY_CHANGES if args.tiny else CHANGES),
+            [int(size) for size in sizes.split(",")], args.out, args.work / "cdc",
+            args.cap_minutes * 60, with_flink=args.flink, warm_up=not args.tiny)
+    spark.stop()
+
+
 def main() -> None:
     args = arguments()
+    if args.cdc:
+        return main_cdc(args)
     chosen = workloads(args.workloads.split(","), shrink=50 if args.tiny else 1)
     builder = (SparkSession.builder.master("local[2]").appName("multijoin-benchmark")
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")

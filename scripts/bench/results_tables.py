@@ -48,6 +48,7 @@ class ResultTable:
 TABLES = (
     ResultTable("headline table", "results.md", 0),
     ResultTable("latency table", "latency/latency.md", 0),
+    ResultTable("cdc table", "cdc/cdc_results.md", 0),
 )
 
 

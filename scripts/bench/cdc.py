@@ -1,0 +1,244 @@
+"""`--cdc`: the CDC benchmark, Spark's side. Per workload (cdc_workloads.py), its change files once,
+then at each micro-batch size, each on a checkpoint and tables of its own and stopped at the cap:
+
+- multi_join: the changelog join of the tables' Debezium changes into Spark's `noop` sink, the
+  peer of Flink's jobs, which write to a blackhole;
+- multi_join_delta: the same query into a Delta table through `changelog.delta_merge`;
+- recipe: the foreachBatch recipe (cdc_recipe.py) into a Delta table of its own.
+
+The two Delta tables must hold the same rows, and those of the batch join of the tables' final
+rows (where the runs finished). With `--flink`, Flink's peer (the module FLINK_PEER names, in
+a process of its own) reads the same folder through its spec.json.
+
+A change arrives when the micro-batch that reads it starts, and its row is out when that batch
+commits: its latency is its batch's trigger time, and p50 and p99 are over changes, not batches.
+State bytes are the checkpoint's state folder on disk; the recipe's state is its current tables.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from scripts.bench import flink, metrics
+from scripts.bench.breakdown import batch_cost, batch_split
+from scripts.bench.cdc_recipe import Recipe
+from scripts.bench.cdc_report import write_cdc
+from scripts.bench.cdc_tables import changelog_join, delta_rows, differing_rows, snapshot_join
+from scripts.bench.cdc_workloads import cdc_workload, write
+from scripts.bench.runs import folder_bytes
+from scripts.bench.scale import BOUNDED_MEMORY
+
+ROOT = Path(__file__).resolve().parents[2]
+CHANGES = 1_000_000
+BATCH_SIZES = (10_000, 100_000)
+TINY_CHANGES, TINY_BATCH_SIZES = 2_000, (500, 1_000)
+RUNS = ("multi_join", "multi_join_delta", "recipe")
+FLINK_PEER = "scripts.bench.flink_cdc_peer"
+# Flink's MultiJoin and binary joins, each on RocksDB and on the heap: a cap each.
+FLINK_MODES = 4
+
+
+def cdc_session(driver_memory: str, shuffle_partitions: int) -> SparkSession:
+    """Local Spark with Delta's jars (scripts/setup-kafka fetches them) and the extension, RocksDB
+    on bounded memory as in the scale runs, and Delta's deletion vectors on for every table, so
+    that a MERGE marks the rows it replaces instead of rewriting their files (both Delta sinks
+    get them)."""
+    from examples.kafka_delta.pipeline import DELTA_CATALOG, DELTA_EXTENSION, connector_jars
+    from spark_multijoin import configure_spark_with_multijoin
+
+    builder = (SparkSession.builder.master("local[2]").appName("multijoin-cdc-benchmark")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+               .config("spark.driver.memory", driver_memory)
+               .config("spark.jars", ",".join(connector_jars()))
+               .config("spark.sql.extensions", DELTA_EXTENSION)
+               .config("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
+               .config("spark.databricks.delta.snapshotPartitions", "1")
+               .config("spark.databricks.delta.properties.defaults.enableDeletionVectors", "true")
+               # Every batch's progress, not Spark's last 100: the run reports each one.
+               .config("spark.sql.streaming.numRecentProgressUpdates", "1000000"))
+    for key, value in BOUNDED_MEMORY.items():
+        builder = builder.config(key, value)
+    spark = configure_spark_with_multijoin(builder).getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def run_cdc(spark: SparkSession, names: list[str], changes: int, batch_sizes: list[int],
+            out: Path, work: Path, cap_seconds: float, with_flink: bool = False,
+            warm_up: bool = True) -> list[dict]:
+    """Every run of each of `names` at each of `batch_sizes`, after an unreported `warm_up` of
+    each run on the tiny workload (the JVM's first queries and Delta commits are the slow ones);
+    writes cdc_results.json, cdc_results.md and cdc_cost.png to `out`. Fails, after writing them,
+    where a finished run's table differs from the batch join."""
+    file_changes = min(batch_sizes)
+    if any(size % file_changes for size in batch_sizes):
+        raise SystemExit(f"--batch-sizes: each must be a multiple of the smallest, {file_changes}")
+    out.mkdir(parents=True, exist_ok=True)
+    results = []
+    if warm_up:
+        spec = write(cdc_workload(names[0], TINY_CHANGES, TINY_BATCH_SIZES[0]), work / "warm_up")
+        run_batch_size(spark, spec, work / "warm_up" / "runs", 2, cap_seconds)
+    for name in names:
+        folder = work / name
+        spec = write(cdc_workload(name, changes, file_changes), folder)
+        print(f"{name}: {spec['parameters']}", flush=True)
+        result = {"workload": name, "parameters": spec["parameters"], "select": spec["select"],
+                  "cap_seconds": cap_seconds, "batch_sizes": {}}
+        for size in batch_sizes:
+            result["batch_sizes"][str(size)] = run_batch_size(
+                spark, spec, folder / f"runs_{size}", size // file_changes, cap_seconds)
+        if with_flink:
+            result["flink"] = flink_peer(folder, cap_seconds)
+        results.append(result)
+    write_cdc(results, out, spark.version)
+    print(f"wrote cdc_results.json, cdc_results.md and cdc_cost.png to {out}")
+    wrong = [f"{r['workload']} at {size}: {checks}" for r in results
+             for size, runs in r["batch_sizes"].items()
+             for checks in [runs["final_tables"]] if checks.get("differs")]
+    if wrong:
+        raise SystemExit("final tables differ: " + "; ".join(wrong))
+    return results
+
+
+def run_batch_size(spark: SparkSession, spec: dict, folder: Path, files: int,
+                   cap_seconds: float) -> dict:
+    """The three runs over `files` files per table and trigger, and their final tables
+    compared."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    runs = {}
+    for run in RUNS:
+        runs[run] = run_one(spark, spec, folder, run, files, cap_seconds)
+        print(f"    {files * spec['parameters']['changes_per_file']:>9,} a batch  {run:<17}"
+              f"{summary(runs[run])}", flush=True)
+    runs["final_tables"] = final_tables(spark, spec, folder, runs)
+    print(f"    final tables: {runs['final_tables']}", flush=True)
+    return runs
+
+
+def run_one(spark: SparkSession, spec: dict, folder: Path, run: str, files: int,
+            cap_seconds: float) -> dict:
+    checkpoint = folder / f"checkpoint_{run}"
+    started = time.perf_counter()
+    if run == "recipe":
+        recipe = Recipe(spark, spec, folder / "recipe_current", folder / "table_recipe")
+        writer = recipe.stream(spark, files).writeStream.foreachBatch(recipe)
+        state = folder / "recipe_current"
+    else:
+        from spark_multijoin import changelog
+
+        writer = changelog_join(spark, spec, files).writeStream
+        writer = (writer.foreachBatch(changelog.delta_merge(str(folder / "table_multi_join"),
+                                                            path=True))
+                  if run == "multi_join_delta" else writer.format("noop"))
+        state = checkpoint / "state"
+    query = (writer.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True)
+             .start())
+    finished = wait(query, cap_seconds)
+    wall = time.perf_counter() - started
+    progress = [json.loads(p.json) for p in query.recentProgress]
+    return record(progress, finished, wall, folder_bytes(state), sink_counts=run == "multi_join")
+
+
+def wait(query: StreamingQuery, cap_seconds: float) -> bool:
+    """Waits for `query` up to `cap_seconds`, stopping it then; whether it finished."""
+    deadline = time.monotonic() + cap_seconds
+    while query.isActive and time.monotonic() < deadline:
+        query.awaitTermination(1)
+    finished = not query.isActive
+    if not finished:
+        query.stop()
+    return finished
+
+
+def record(progress: list[dict], finished: bool, wall: float, state_bytes: int,
+           sink_counts: bool) -> dict:
+    """A run's figures: throughput, batch time, latency over changes, state, and per batch its
+    time and split (`sink_counts`: the sink counts its rows, which foreachBatch does not)."""
+    batches = metrics.data_batches(progress)
+    changes_done = sum(p["numInputRows"] for p in progress)
+    durations = sorted(metrics.trigger_ms(p) for p in batches)
+    weighted = sorted((metrics.trigger_ms(p), p["numInputRows"]) for p in batches)
+    return {"finished": finished, "wall_seconds": round(wall, 1), "changes_done": changes_done,
+            "changes_per_second": round(changes_done / wall, 1) if wall else None,
+            "batches": len(batches),
+            "batch_ms_p50": percentile([(ms, 1) for ms in durations], 0.50),
+            "batch_ms_p95": percentile([(ms, 1) for ms in durations], 0.95),
+            "latency_ms_p50": percentile(weighted, 0.50),
+            "latency_ms_p99": percentile(weighted, 0.99),
+            "state_bytes": state_bytes,
+            # RocksDB's live SST files after the last batch: the state without the versions
+            # the checkpoint retains.
+            "state_sst_bytes": metrics.state_metric(batches[-1], "rocksdbSstFileSize")
+            if batches else 0,
+            "state_rows": metrics.state_rows(progress[-1]) if progress else 0,
+            "output_rows": metrics.output_rows(progress) if sink_counts else None,
+            "profile": batch_cost(progress) if batches else {},
+            "per_batch": [{"batch": p["batchId"], "changes": p["numInputRows"],
+                           "ms": metrics.trigger_ms(p), "state_rows": metrics.state_rows(p),
+                           **batch_split(p)} for p in batches]}
+
+
+def percentile(weighted: list[tuple[float, int]], q: float) -> float | None:
+    """The value below which a `q` share of the weight lies, of (value, weight) pairs in order."""
+    total = sum(weight for _, weight in weighted)
+    seen = 0
+    for value, weight in weighted:
+        seen += weight
+        if seen >= q * total:
+            return value
+    return None
+
+
+def final_tables(spark: SparkSession, spec: dict, folder: Path, runs: dict) -> dict:
+    """Rows each Delta table has that the batch join of the final rows has not, and the
+    reverse, where its run finished; and the two tables against each other."""
+    batch = snapshot_join(spark, spec).persist()
+    tables = {run: delta_rows(spark, str(folder / f"table_{run}"))
+              for run in ("multi_join", "recipe")
+              if runs["multi_join_delta" if run == "multi_join" else run]["finished"]}
+    checks: dict = {f"{run}_vs_batch": differing_rows(table, batch)
+                    for run, table in tables.items()}
+    if len(tables) == 2:
+        checks["multi_join_vs_recipe"] = differing_rows(tables["multi_join"], tables["recipe"])
+    checks["batch_rows"] = batch.count()
+    checks["differs"] = any(pair != (0, 0) for key, pair in checks.items() if "_vs_" in key)
+    batch.unpersist()
+    return checks
+
+
+def flink_peer(folder: Path, cap_seconds: float) -> dict:
+    """Flink's peer on the workload's folder (its spec.json), in a process of its own, each of
+    its modes capped by it; or why it did not run."""
+    if importlib.util.find_spec(FLINK_PEER) is None:
+        return {"not_available": f"{FLINK_PEER} is not in this tree"}
+    if not flink.installed():
+        return {"not_available": flink.MISSING}
+    out = folder / "flink_cdc.json"
+    try:
+        subprocess.run([sys.executable, "-m", FLINK_PEER, str(folder / "spec.json"), str(out)],
+                       check=True, stdin=subprocess.DEVNULL, cwd=ROOT,
+                       timeout=FLINK_MODES * cap_seconds)
+    except subprocess.TimeoutExpired:
+        return {"not_available": f"not finished in {FLINK_MODES} caps"}
+    except subprocess.CalledProcessError as failed:
+        return {"not_available": f"the Flink peer failed ({failed})"}
+    return json.loads(out.read_text())
+
+
+def summary(run: dict) -> str:
+    state = "finished" if run["finished"] else "NOT FINISHED at the cap"
+    return (f"{state}: {run['wall_seconds']:.1f} s, {run['changes_done']:,} changes, "
+            f"{run['changes_per_second']:,.0f}/s, {run['batches']} batches, latency p50/p99 "
+            f"{run['latency_ms_p50']}/{run['latency_ms_p99']} ms, state "
+            f"{run['state_bytes'] / 1e6:,.1f} MB")
