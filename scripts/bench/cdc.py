@@ -7,7 +7,7 @@ then at each micro-batch size, each on a checkpoint and tables of its own and st
 - recipe: the foreachBatch recipe (cdc_recipe.py) into a Delta table of its own.
 
 The two Delta tables must hold the same rows, and those of the batch join of the tables' final
-rows (where the runs finished). With `--flink`, Flink's peer (the module FLINK_PEER names, in
+rows (where the runs finished). With `--flink`, Flink's peer (scripts/bench/flink_cdc_peer.py, in
 a process of its own) reads the same folder through its spec.json.
 
 A change arrives when the micro-batch that reads it starts, and its row is out when that batch
@@ -17,11 +17,9 @@ State bytes are the checkpoint's state folder on disk; the recipe's state is its
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -42,7 +40,6 @@ CHANGES = 1_000_000
 BATCH_SIZES = (10_000, 100_000)
 TINY_CHANGES, TINY_BATCH_SIZES = 2_000, (500, 1_000)
 RUNS = ("multi_join", "multi_join_delta", "recipe")
-FLINK_PEER = "scripts.bench.flink_cdc_peer"
 # Flink's MultiJoin and binary joins, each on RocksDB and on the heap: a cap each.
 FLINK_MODES = 4
 
@@ -218,22 +215,16 @@ def final_tables(spark: SparkSession, spec: dict, folder: Path, runs: dict) -> d
 
 
 def flink_peer(folder: Path, cap_seconds: float) -> dict:
-    """Flink's peer on the workload's folder (its spec.json), in a process of its own, each of
-    its modes capped by it; or why it did not run."""
-    if importlib.util.find_spec(FLINK_PEER) is None:
-        return {"not_available": f"{FLINK_PEER} is not in this tree"}
+    """Flink's peer on the workload's folder (its spec.json), in a process of its own, capped at
+    a cap per mode; or why it did not run."""
     if not flink.installed():
         return {"not_available": flink.MISSING}
-    out = folder / "flink_cdc.json"
     try:
-        subprocess.run([sys.executable, "-m", FLINK_PEER, str(folder / "spec.json"), str(out)],
-                       check=True, stdin=subprocess.DEVNULL, cwd=ROOT,
-                       timeout=FLINK_MODES * cap_seconds)
+        return flink.run_cdc_peer(folder / "spec.json", cap_seconds=FLINK_MODES * cap_seconds)
     except subprocess.TimeoutExpired:
         return {"not_available": f"not finished in {FLINK_MODES} caps"}
     except subprocess.CalledProcessError as failed:
         return {"not_available": f"the Flink peer failed ({failed})"}
-    return json.loads(out.read_text())
 
 
 def summary(run: dict) -> str:
