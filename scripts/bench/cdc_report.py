@@ -133,8 +133,9 @@ def flink_markdown(results: list[dict]) -> list[str]:
         for mode, title in FLINK_TITLES.items():
             run = peer.get(mode) or {}
             throughput = flink_throughput(r, mode)
-            state = run.get("state_bytes")
-            lines.append(f"| {r['workload']} | {title} | {run.get('finished', '')} | "
+            state = flink_state_bytes(run)
+            finished = "yes" if run.get("seconds") else ""  # the peer fails as a whole
+            lines.append(f"| {r['workload']} | {title} | {finished} | "
                          f"{run.get('seconds', '')} | "
                          f"{'' if throughput is None else f'{throughput:,.0f}'} | "
                          f"{'' if state is None else f'{state / 1e6:,.1f}'} |")
