@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from scripts.spark_jars import spark_lines
 from spark_multijoin.testing import timestamp
 
 ROOT = Path(__file__).resolve().parent.parent
-LINES = sorted((path.name.removeprefix(".venv-") for path in ROOT.glob(".venv-*")
-                if (path / "bin" / "python").exists()),
-               key=lambda line: tuple(map(int, line.split("."))))
+# The supported lines whose venv is here (other venvs, such as the CDC benchmark's, are not lines).
+LINES = [line for line in sorted(spark_lines(), key=lambda line: tuple(map(int, line.split("."))))
+         if (ROOT / f".venv-{line}" / "bin" / "python").exists()]
 pytestmark = pytest.mark.skipif(len(LINES) < 2, reason="needs the venvs of two Spark lines")
 
 
