@@ -56,7 +56,13 @@ class DriverProcess:
             pytest.fail(f"the driver exited with {self.process.returncode}:\n{self.log_tail()}")
 
     def log_tail(self, lines: int = 60) -> str:
-        return "\n".join(self.output.read_text().splitlines()[-lines:])
+        """The log's first Python traceback or error line, if any (a failure's cause, which a
+        JVM's shutdown stack traces bury), then its last `lines`."""
+        text = self.output.read_text().splitlines()
+        first = next((i for i, line in enumerate(text)
+                      if line.startswith("Traceback") or "Error:" in line), None)
+        cause = [] if first is None else text[first:first + 30] + ["..."]
+        return "\n".join(cause + text[-lines:])
 
 
 class Kills:
