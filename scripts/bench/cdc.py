@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 from pyspark.sql import SparkSession
-from pyspark.sql.streaming import StreamingQuery
 
 from scripts.bench import flink, metrics
 from scripts.bench.breakdown import batch_cost, batch_split
@@ -32,7 +31,7 @@ from scripts.bench.cdc_recipe import Recipe
 from scripts.bench.cdc_report import write_cdc
 from scripts.bench.cdc_tables import changelog_join, delta_rows, differing_rows, snapshot_join
 from scripts.bench.cdc_workloads import cdc_workload, write
-from scripts.bench.runs import folder_bytes
+from scripts.bench.runs import capped_wait, folder_bytes
 from scripts.bench.scale import BOUNDED_MEMORY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -141,21 +140,10 @@ def run_one(spark: SparkSession, spec: dict, folder: Path, run: str, files: int,
         state = checkpoint / "state"
     query = (writer.option("checkpointLocation", str(checkpoint)).trigger(availableNow=True)
              .start())
-    finished = wait(query, cap_seconds)
+    finished = capped_wait(query, cap_seconds)
     wall = time.perf_counter() - started
     progress = [json.loads(p.json) for p in query.recentProgress]
     return record(progress, finished, wall, folder_bytes(state), sink_counts=run == "multi_join")
-
-
-def wait(query: StreamingQuery, cap_seconds: float) -> bool:
-    """Waits for `query` up to `cap_seconds`, stopping it then; whether it finished."""
-    deadline = time.monotonic() + cap_seconds
-    while query.isActive and time.monotonic() < deadline:
-        query.awaitTermination(1)
-    finished = not query.isActive
-    if not finished:
-        query.stop()
-    return finished
 
 
 def record(progress: list[dict], finished: bool, wall: float, state_bytes: int,

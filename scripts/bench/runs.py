@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
 
 PROVIDER_KEY = "spark.sql.streaming.stateStore.providerClass"
 IN_MEMORY_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
@@ -89,3 +90,17 @@ def folder_bytes(folder: Path) -> int:
         except FileNotFoundError:
             pass
     return total
+
+
+def capped_wait(query: StreamingQuery, cap_seconds: float,
+                each_second: Callable[[], None] = lambda: None) -> bool:
+    """Waits for `query` up to `cap_seconds`, calling `each_second` about every second, and stops
+    it then; whether it finished."""
+    deadline = time.monotonic() + cap_seconds
+    while query.isActive and time.monotonic() < deadline:
+        query.awaitTermination(1)
+        each_second()
+    finished = not query.isActive
+    if not finished:
+        query.stop()
+    return finished

@@ -24,7 +24,7 @@ from scripts.bench.benchmark import SPARK_PEERS, peers_not_available
 from scripts.bench.breakdown import batch_split
 from scripts.bench.chart import growth_chart
 from scripts.bench.scale_report import write_scale
-from scripts.bench.runs import JOIN_FORMAT_KEY, folder_bytes, settings
+from scripts.bench.runs import JOIN_FORMAT_KEY, capped_wait, folder_bytes, settings
 from scripts.bench.workload import Workload, inputs, streams
 from spark_multijoin import multi_join
 
@@ -97,16 +97,13 @@ def capped_run(spark: SparkSession, workload: Workload, folder: Path, enabled: b
 def poll(query: StreamingQuery, cap_seconds: float, pid: int) -> tuple[bool, dict[int, float]]:
     """Waits for `query` up to `cap_seconds` (stopping it then), sampling the JVM's resident
     memory every second: whether it finished, and the first sample after each batch."""
-    deadline, rss_after = time.monotonic() + cap_seconds, {}
-    while query.isActive and time.monotonic() < deadline:
-        query.awaitTermination(1)
+    rss_after: dict[int, float] = {}
+
+    def sample() -> None:
         last = query.lastProgress
         if last is not None:
             rss_after.setdefault(json.loads(last.json)["batchId"], rss_mb(pid))
-    finished = not query.isActive
-    if not finished:
-        query.stop()
-    return finished, rss_after
+    return capped_wait(query, cap_seconds, sample), rss_after
 
 
 def batch_record(p: dict, rss: float | None) -> dict:
