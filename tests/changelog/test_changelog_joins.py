@@ -10,6 +10,7 @@ on a stream with one change dropped, duplicated or turned from a delete into an 
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 
 import pytest
@@ -112,6 +113,8 @@ def test_ten_way_left_join_of_upserts_is_one_operator(spark, tmp_path):
     frame = ten_way_left_join(declared_streams(spark, specs, inputs, format="upsert"))
     run = run_changelog_join(frame, tmp_path / "checkpoint")
     assert run.operator_count == 1, run.plan
+    # An output row keeps id0's key: its changes are netted unshuffled, in the key's task.
+    assert not re.search(r"ChangelogNetChanges .*\n\s*\+- Exchange", run.plan), run.plan
     current = [current_rows(spec, batches) for spec, batches in zip(specs, changes)]
     expected = expected_tables(spark, ten_way_left_join, specs, current, run.columns)
     assert any(None in row for row in expected[-1]), "some rows should be padded"

@@ -6,6 +6,7 @@ tests/changelog/test_changelog_joins.py."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,8 @@ from pyspark.sql import functions as F
 from spark_multijoin import changelog, read_state
 from spark_multijoin.testing import Inputs
 
+# The net changes' step reads a shuffle by identity.
+NET_CHANGES_SHUFFLED = r"ChangelogNetChanges .*\n\s*\+- Exchange hashpartitioning"
 SCHEMAS = ["oid int, cid int, amount int, v long, _change_type string",
            "cid int, name string, v long, _change_type string"]
 
@@ -31,9 +34,11 @@ def _joined(frames: list[DataFrame]) -> DataFrame:
         "o.oid", "o.amount", F.col("c.cid").alias("ccid"), "c.name")
 
 
-def _run(spark: SparkSession, joined: DataFrame | Inputs, checkpoint: Path) -> tuple[dict, dict]:
+def _run(spark: SparkSession, joined: DataFrame | Inputs, checkpoint: Path,
+         plans: list[str] | None = None) -> tuple[dict, dict]:
     """Runs `joined` (or `_joined` over the inputs' batches); returns the changes applied by
-    identity, and the stateful operators' custom metrics summed over the micro-batches."""
+    identity, and the stateful operators' custom metrics summed over the micro-batches; adds
+    the last micro-batch's physical plan to `plans`."""
     if isinstance(joined, Inputs):
         joined = _joined(joined.streams(spark))
     applied: dict[tuple, tuple] = {}
@@ -51,6 +56,8 @@ def _run(spark: SparkSession, joined: DataFrame | Inputs, checkpoint: Path) -> t
              .option("checkpointLocation", str(checkpoint)).start())
     try:
         query.processAllAvailable()
+        if plans is not None:
+            plans.append(query._jsq.explainInternal(False))
     finally:
         query.stop()
     totals: dict[str, int] = {}
@@ -103,9 +110,12 @@ def test_an_upsert_moving_a_row_to_another_key(spark: SparkSession, tmp_path: Pa
     customers = changelog.declare(frames[1], "cid", "v").alias("c")
     joined = orders.join(customers, F.col("o.cid") == F.col("c.cid"), "left").select(
         "o.oid", "o.amount", F.col("c.cid").alias("ccid"), "c.name")
-    applied, metrics = _run(spark, joined, tmp_path / "checkpoint")
+    plans: list[str] = []
+    applied, metrics = _run(spark, joined, tmp_path / "checkpoint", plans)
     assert set(applied.values()) == _batch_query(spark, [(1, 20, 6)], [(10, "a"), (20, "b")])
     assert metrics["numOutdatedChanges"] == 1
+    # The order's delete under one customer and its insert under the other meet by identity.
+    assert re.search(NET_CHANGES_SHUFFLED, plans[0]), plans[0]
 
 
 @pytest.mark.parametrize("change, says", [

@@ -41,14 +41,15 @@ class ChangelogChanges(shape: ChangelogJoinShape, keyTypes: Seq[DataType], descr
   var numIdempotent = 0L
 
   /** The batch's changes, by join key. */
-  def byKey(tagged: Iterator[InternalRow]): mutable.LinkedHashMap[UnsafeRow, Seq[Change]] = {
+  def byKey(tagged: Iterator[InternalRow])
+      : mutable.LinkedHashMap[UnsafeRow, mutable.ArrayBuffer[Change]] = {
     val changes = mutable.LinkedHashMap.empty[UnsafeRow, mutable.ArrayBuffer[Change]]
     tagged.foreach { row =>
       val input = reader.input(row)
       val change = this.change(input, reader.row(row, input))
       changes.getOrElseUpdate(key(row).copy(), mutable.ArrayBuffer.empty) += change
     }
-    changes.map { case (k, v) => k -> v.toSeq }
+    changes
   }
 
   /** The change that `row`, a row of `input`'s changes, is; fails naming a bad one. */
@@ -79,8 +80,9 @@ class ChangelogChanges(shape: ChangelogJoinShape, keyTypes: Seq[DataType], descr
    * input and row id); returns the entries that changed.
    */
   def apply(
-      changes: Seq[Change],
-      applied: mutable.HashMap[(Int, UnsafeRow), Applied]): Seq[((Int, UnsafeRow), Applied)] = {
+      changes: collection.Seq[Change],
+      applied: mutable.HashMap[(Int, UnsafeRow), Applied])
+      : collection.Seq[((Int, UnsafeRow), Applied)] = {
     val ordered = changes.sortWith { (a, b) =>
       val order = Applied.compare(a.version, b.version)
       order < 0 || order == 0 && a.rank < b.rank
@@ -108,10 +110,10 @@ object ChangelogChanges {
 
   /** Per input, its current rows in `applied`. */
   def currentRows(applied: collection.Map[(Int, UnsafeRow), Applied], numInputs: Int)
-      : Seq[Seq[InternalRow]] = {
-    val rows = Array.fill(numInputs)(mutable.ArrayBuffer.empty[InternalRow])
+      : Seq[collection.IndexedSeq[UnsafeRow]] = {
+    val rows = Array.fill(numInputs)(mutable.ArrayBuffer.empty[UnsafeRow])
     applied.foreach { case ((input, _), entry) => entry.row.foreach(rows(input) += _) }
-    rows.toSeq.map(_.toSeq)
+    rows.toSeq
   }
 
   /** What `state` holds under `key`, by input and row id. */

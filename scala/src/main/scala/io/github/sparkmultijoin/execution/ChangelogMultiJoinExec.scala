@@ -160,7 +160,7 @@ case class ChangelogMultiJoinExec(
    */
   private def changedRows(
       key: UnsafeRow,
-      keyChanges: Seq[Change],
+      keyChanges: collection.Seq[Change],
       state: CurrentRowsState,
       changes: ChangelogChanges,
       join: CurrentRowsJoin,

@@ -7,7 +7,7 @@ import io.github.sparkmultijoin.logical.ChangeTypes
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
-import org.apache.spark.sql.catalyst.plans.physical.{ClusteredDistribution, Distribution}
+import org.apache.spark.sql.catalyst.plans.physical.{ClusteredDistribution, Distribution, UnspecifiedDistribution}
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.SQLMetrics
 import org.apache.spark.unsafe.types.UTF8String
@@ -20,14 +20,18 @@ import org.apache.spark.unsafe.types.UTF8String
  * under another, by two tasks. Shuffled by identity, the two meet: a removal and a put are one
  * `update_postimage`, a put alone is an `insert` (or an `update_postimage` of a row kept under
  * its key), a removal alone a `delete`. Pre-images are dropped, as a sink merges by identity.
+ * Where no output row can move to another key (`ChangelogJoinShape.identityKeepsKey`), an
+ * identity's changes are all in its key's task already, and are netted there, unshuffled.
  *
  * @param identity   the output identity's columns, among the child's
  * @param changeType the output's change type column
+ * @param byIdentity whether the changes are shuffled by identity first
  */
 case class ChangelogNetChangesExec(
     identity: Seq[Attribute],
     changeType: Attribute,
-    child: SparkPlan) extends UnaryExecNode {
+    child: SparkPlan,
+    byIdentity: Boolean) extends UnaryExecNode {
 
   override def nodeName: String = "ChangelogNetChanges"
 
@@ -41,7 +45,7 @@ case class ChangelogNetChangesExec(
     "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "number of output rows"))
 
   override def requiredChildDistribution: Seq[Distribution] =
-    ClusteredDistribution(identity) :: Nil
+    (if (byIdentity) ClusteredDistribution(identity) else UnspecifiedDistribution) :: Nil
 
   override protected def doExecute(): RDD[InternalRow] = {
     val (childOutput, columns, ids, numOutputRows) =

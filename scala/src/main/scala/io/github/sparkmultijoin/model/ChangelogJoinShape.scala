@@ -43,6 +43,13 @@ case class ChangelogJoinShape(
   def keyWithinRowId(input: Int): Boolean =
     keys(input).forall(_.references.subsetOf(AttributeSet(rowIds(input))))
 
+  /**
+   * Whether an output row stays under one join key: each has a row of an input whose key is a
+   * function of its row id, part of the output's identity. Then the changes of an identity in a
+   * micro-batch all come from its key's task, which nets them there.
+   */
+  def identityKeepsKey: Boolean = tree.alwaysPresent.exists(keyWithinRowId)
+
   /** How errors name `input`. */
   def described(input: Int): String = s"input $input (${formats(input)})"
 }

@@ -33,7 +33,10 @@ case class ChangelogJoinStrategy(session: SparkSession) extends SparkStrategy {
         running.flatMap(_.stateInfo(join.operatorId)), running.flatMap(_.context),
         TaggedInputs.plan(join.keys, join.children.map(planLater)))
       if (join.raw) exec :: Nil
-      else ChangelogNetChangesExec(join.identity, join.changeColumns.head, exec) :: Nil
+      else {
+        ChangelogNetChangesExec(join.identity, join.changeColumns.head, exec,
+          byIdentity = !shape.identityKeepsKey) :: Nil
+      }
     case normalize: ChangelogNormalize =>
       val columns = normalize.child.output
       val width = columns.length - ChangelogJoin.InputChangeColumns.length
