@@ -41,6 +41,9 @@ TINY_CHANGES, TINY_BATCH_SIZES = 2_000, (500, 1_000)
 RUNS = ("multi_join", "multi_join_delta", "recipe")
 # Flink's MultiJoin and binary joins, each on RocksDB and on the heap: a cap each.
 FLINK_MODES = 4
+# The multi-join into noop runs as often as Flink's peer runs each mode (flink.run_cdc_peer's
+# `runs`), and like it reports its best run: the JIT's warm-up is neither engine's cost.
+NOOP_RUNS = 2
 
 
 def cdc_session(driver_memory: str, shuffle_partitions: int) -> SparkSession:
@@ -114,7 +117,11 @@ def run_batch_size(spark: SparkSession, spec: dict, folder: Path, files: int,
     folder.mkdir(parents=True)
     runs = {}
     for run in RUNS:
-        runs[run] = run_one(spark, spec, folder, run, files, cap_seconds)
+        tries = ([run_one(spark, spec, folder / f"try_{i}", run, files, cap_seconds)
+                  for i in range(NOOP_RUNS)] if run == "multi_join"
+                 else [run_one(spark, spec, folder, run, files, cap_seconds)])
+        runs[run] = max(tries, key=lambda t: (t["finished"], t["changes_per_second"] or 0))
+        runs[run]["tries_changes_per_second"] = [t["changes_per_second"] for t in tries]
         print(f"    {files * spec['parameters']['changes_per_file']:>9,} a batch  {run:<17}"
               f"{summary(runs[run])}", flush=True)
     runs["final_tables"] = final_tables(spark, spec, folder, runs)
@@ -124,6 +131,7 @@ def run_batch_size(spark: SparkSession, spec: dict, folder: Path, files: int,
 
 def run_one(spark: SparkSession, spec: dict, folder: Path, run: str, files: int,
             cap_seconds: float) -> dict:
+    folder.mkdir(parents=True, exist_ok=True)
     checkpoint = folder / f"checkpoint_{run}"
     started = time.perf_counter()
     if run == "recipe":
