@@ -117,3 +117,10 @@ def test_the_report_sets_the_runs_against_each_other(monkeypatch):
               "cap_seconds": 600, "batch_sizes": {"1000": runs}}
     table = cdc_markdown([result]).splitlines()
     assert table[2] == "| cdc_left10 | 1,000 | 5.00x | yes, at 10 min | same / - | - | - |"
+    # Against Flink: the noop run's changes/s, and the compacted state run's SST files.
+    result["flink"] = {"multi_join_rocksdb": {"throughput_changes_per_second": 500,
+                                              "state": {"state_bytes": 4_000_000}}}
+    result["compacted_state"] = {"finished": True, "state_sst_bytes": 2_000_000}
+    table = cdc_markdown([result]).splitlines()
+    assert table[2] == ("| cdc_left10 | 1,000 | 5.00x | yes, at 10 min | same / - | 2.00x | "
+                        "0.50x (2.0 / 4.0) |")

@@ -12,7 +12,10 @@ a process of its own) reads the same folder through its spec.json.
 
 A change arrives when the micro-batch that reads it starts, and its row is out when that batch
 commits: its latency is its batch's trigger time, and p50 and p99 are over changes, not batches.
-State bytes are the checkpoint's state folder on disk; the recipe's state is its current tables.
+State bytes are the checkpoint's state folder on disk and RocksDB's live SST files after the last
+batch; the recipe's state is its current tables. Against Flink's, which are its RocksDB's SST
+files when a checkpoint is taken, the state run's: the same query once more, untimed, its RocksDB
+compacting at every commit.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from scripts.bench.cdc_recipe import Recipe
 from scripts.bench.cdc_report import write_cdc
 from scripts.bench.cdc_tables import changelog_join, delta_rows, differing_rows, snapshot_join
 from scripts.bench.cdc_workloads import cdc_workload, write
-from scripts.bench.runs import capped_wait, folder_bytes
+from scripts.bench.runs import capped_wait, folder_bytes, settings
 from scripts.bench.scale import BOUNDED_MEMORY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,6 +47,9 @@ FLINK_MODES = 4
 # The multi-join into noop runs as often as Flink's peer runs each mode (flink.run_cdc_peer's
 # `runs`), and like it reports its best run: the JIT's warm-up is neither engine's cost.
 NOOP_RUNS = 2
+# The state run's RocksDB compacts at every commit, so that its SST files hold each live row
+# once, as the SST files of Flink's RocksDB do when its checkpoint is taken.
+COMPACT_ON_COMMIT = {"spark.sql.streaming.stateStore.rocksdb.compactOnCommit": "true"}
 
 
 def cdc_session(driver_memory: str, shuffle_partitions: int) -> SparkSession:
@@ -96,6 +102,10 @@ def run_cdc(spark: SparkSession, names: list[str], changes: int, batch_sizes: li
         for size in batch_sizes:
             result["batch_sizes"][str(size)] = run_batch_size(
                 spark, spec, folder / f"runs_{size}", size // file_changes, cap_seconds)
+        result["compacted_state"] = compacted_state(spark, spec, folder / "compacted_state",
+                                                    max(batch_sizes) // file_changes,
+                                                    cap_seconds)
+        print(f"    state, compacted: {result['compacted_state']}", flush=True)
         if with_flink:
             result["flink"] = flink_peer(folder, cap_seconds)
         results.append(result)
@@ -127,6 +137,16 @@ def run_batch_size(spark: SparkSession, spec: dict, folder: Path, files: int,
     runs["final_tables"] = final_tables(spark, spec, folder, runs)
     print(f"    final tables: {runs['final_tables']}", flush=True)
     return runs
+
+
+def compacted_state(spark: SparkSession, spec: dict, folder: Path, files: int,
+                    cap_seconds: float) -> dict:
+    """The multi-join's state bytes as Flink's are measured: an untimed run into noop whose
+    RocksDB compacts at every commit, and its SST files after the last micro-batch (a timed
+    run's SST files still hold the rows that later changes replaced, until RocksDB compacts)."""
+    with settings(spark, COMPACT_ON_COMMIT):
+        run = run_one(spark, spec, folder, "multi_join", files, cap_seconds)
+    return {key: run[key] for key in ("finished", "state_sst_bytes", "state_rows")}
 
 
 def run_one(spark: SparkSession, spec: dict, folder: Path, run: str, files: int,

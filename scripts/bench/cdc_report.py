@@ -50,10 +50,17 @@ def flink_state_bytes(peer: dict) -> int | None:
     return (peer.get("state") or {}).get("state_bytes")
 
 
+def compacted_state_bytes(result: dict) -> int | None:
+    """The multi-join's SST files in its state run (cdc.compacted_state), where it finished."""
+    state = result.get("compacted_state") or {}
+    return state.get("state_sst_bytes") if state.get("finished") else None
+
+
 def targets(result: dict, size: str) -> dict:
     """The issue's targets at one batch size: the multi-join's throughput over the recipe's (into
     Delta both) and over Flink's MultiJoin in RocksDB (the noop sink against Flink's blackhole),
-    and its state bytes over Flink's. None where a side did not run or finish."""
+    and its state bytes (the compacted state run's) over Flink's. None where a side did not run
+    or finish."""
     runs = result["batch_sizes"][size]
     multi, delta, recipe = runs["multi_join"], runs["multi_join_delta"], runs["recipe"]
     flink = (result.get("flink") or {}).get("multi_join_rocksdb") or {}
@@ -63,8 +70,8 @@ def targets(result: dict, size: str) -> dict:
         "over_flink": ratio(multi["changes_per_second"],
                             flink_throughput(result, "multi_join_rocksdb") or 0)
         if multi["finished"] and flink_throughput(result, "multi_join_rocksdb") else None,
-        "state_over_flink": ratio(multi["state_bytes"], flink_state_bytes(flink))
-        if flink_state_bytes(flink) else None,
+        "state_over_flink": ratio(compacted_state_bytes(result), flink_state_bytes(flink))
+        if flink_state_bytes(flink) and compacted_state_bytes(result) else None,
     }
 
 
@@ -76,7 +83,7 @@ def targets_markdown(results: list[dict]) -> list[str]:
     lines = ["| workload | changes a batch | multi-join over recipe, changes/s (Delta both; target "
              "5x) | recipe capped | final tables: multi-join / recipe against the batch join | "
              "multi-join over Flink MultiJoin RocksDB, changes/s (target 1.5x) | state bytes, "
-             "multi-join over Flink MultiJoin RocksDB (target at most 1) |",
+             "multi-join (compacted) over Flink MultiJoin RocksDB, MB (target at most 1) |",
              "| --- | ---: | ---: | --- | --- | ---: | ---: |"]
     for r in results:
         for size, runs in r["batch_sizes"].items():
@@ -88,9 +95,12 @@ def targets_markdown(results: list[dict]) -> list[str]:
                 for run in ("multi_join", "recipe"))
             capped = "no" if runs["recipe"]["finished"] else \
                 f"yes, at {r['cap_seconds'] / 60:.0f} min"
+            flink_state = flink_state_bytes((r.get("flink") or {}).get("multi_join_rocksdb") or {})
+            state = "" if t["state_over_flink"] is None else (
+                f" ({megabytes(compacted_state_bytes(r))} / {megabytes(flink_state)})")
             lines.append(f"| {r['workload']} | {int(size):,} | {cell(t['over_recipe'])} | "
                          f"{capped} | {same} | {cell(t['over_flink'])} | "
-                         f"{cell(t['state_over_flink'])} |")
+                         f"{cell(t['state_over_flink'])}{state} |")
     return lines + [""]
 
 
