@@ -80,7 +80,7 @@ def cdc_session(driver_memory: str, shuffle_partitions: int) -> SparkSession:
 
 def run_cdc(spark: SparkSession, names: list[str], changes: int, batch_sizes: list[int],
             out: Path, work: Path, cap_seconds: float, with_flink: bool = False,
-            warm_up: bool = True) -> list[dict]:
+            warm_up: bool = True, noop_runs: int = NOOP_RUNS) -> list[dict]:
     """Every run of each of `names` at each of `batch_sizes`, after an unreported `warm_up` of
     each run on the tiny workload (the JVM's first queries and Delta commits are the slow ones);
     writes cdc_results.json, cdc_results.md and cdc_cost.png to `out`. Fails, after writing them,
@@ -92,7 +92,7 @@ def run_cdc(spark: SparkSession, names: list[str], changes: int, batch_sizes: li
     results = []
     if warm_up:
         spec = write(cdc_workload(names[0], TINY_CHANGES, TINY_BATCH_SIZES[0]), work / "warm_up")
-        run_batch_size(spark, spec, work / "warm_up" / "runs", 2, cap_seconds)
+        run_batch_size(spark, spec, work / "warm_up" / "runs", 2, cap_seconds, noop_runs=1)
     for name in names:
         folder = work / name
         spec = write(cdc_workload(name, changes, file_changes), folder)
@@ -101,7 +101,8 @@ def run_cdc(spark: SparkSession, names: list[str], changes: int, batch_sizes: li
                   "cap_seconds": cap_seconds, "batch_sizes": {}}
         for size in batch_sizes:
             result["batch_sizes"][str(size)] = run_batch_size(
-                spark, spec, folder / f"runs_{size}", size // file_changes, cap_seconds)
+                spark, spec, folder / f"runs_{size}", size // file_changes, cap_seconds,
+                noop_runs)
         result["compacted_state"] = compacted_state(spark, spec, folder / "compacted_state",
                                                     max(batch_sizes) // file_changes,
                                                     cap_seconds)
@@ -120,15 +121,15 @@ def run_cdc(spark: SparkSession, names: list[str], changes: int, batch_sizes: li
 
 
 def run_batch_size(spark: SparkSession, spec: dict, folder: Path, files: int,
-                   cap_seconds: float) -> dict:
-    """The three runs over `files` files per table and trigger, and their final tables
-    compared."""
+                   cap_seconds: float, noop_runs: int) -> dict:
+    """The three runs over `files` files per table and trigger (the noop one `noop_runs` times,
+    the fastest kept), and their final tables compared."""
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     runs = {}
     for run in RUNS:
         tries = ([run_one(spark, spec, folder / f"try_{i}", run, files, cap_seconds)
-                  for i in range(NOOP_RUNS)] if run == "multi_join"
+                  for i in range(noop_runs)] if run == "multi_join"
                  else [run_one(spark, spec, folder, run, files, cap_seconds)])
         runs[run] = max(tries, key=lambda t: (t["finished"], t["changes_per_second"] or 0))
         runs[run]["tries_changes_per_second"] = [t["changes_per_second"] for t in tries]

@@ -35,7 +35,7 @@ def delta_spark() -> Iterator[SparkSession]:
 def test_the_multi_join_and_the_recipe_end_with_the_batch_join(delta_spark, tmp_path):
     results = run_cdc(delta_spark, ["cdc_star"], changes=300, batch_sizes=[150],
                       out=tmp_path / "out", work=tmp_path / "work", cap_seconds=600,
-                      warm_up=False)
+                      warm_up=False, noop_runs=1)
     for result in results:
         runs = result["batch_sizes"]["150"]
         assert all(runs[run]["finished"] for run in ("multi_join", "multi_join_delta", "recipe"))
@@ -44,6 +44,9 @@ def test_the_multi_join_and_the_recipe_end_with_the_batch_join(delta_spark, tmp_
         assert runs["final_tables"]["multi_join_vs_batch"] == (0, 0)
         assert runs["final_tables"]["recipe_vs_batch"] == (0, 0)
         assert runs["final_tables"]["batch_rows"] > 0
+        state = result["compacted_state"]
+        assert state["finished"] and state["state_rows"] == runs["multi_join"]["state_rows"]
+        assert 0 < state["state_sst_bytes"]
     written = json.loads((tmp_path / "out" / "cdc_results.json").read_text())
     assert [r["workload"] for r in written["results"]] == ["cdc_star"]
     assert (tmp_path / "out" / "cdc_cost.png").stat().st_size > 0
