@@ -47,9 +47,12 @@ FLINK_MODES = 4
 # The multi-join into noop runs as often as Flink's peer runs each mode (flink.run_cdc_peer's
 # `runs`), and like it reports its best run: the JIT's warm-up is neither engine's cost.
 NOOP_RUNS = 2
-# The state run's RocksDB compacts at every commit, so that its SST files hold each live row
-# once, as the SST files of Flink's RocksDB do when its checkpoint is taken.
-COMPACT_ON_COMMIT = {"spark.sql.streaming.stateStore.rocksdb.compactOnCommit": "true"}
+# The state run's RocksDB flushes and compacts at every commit, so that its SST files hold each
+# live row once, as the SST files of Flink's RocksDB do when its checkpoint is taken. RocksDB
+# compacts when a commit takes a snapshot; with changelog checkpointing, that is one commit in
+# minDeltasForSnapshot, so it is set to 1.
+COMPACT_ON_COMMIT = {"spark.sql.streaming.stateStore.rocksdb.compactOnCommit": "true",
+                     "spark.sql.streaming.stateStore.minDeltasForSnapshot": "1"}
 
 
 def cdc_session(driver_memory: str, shuffle_partitions: int) -> SparkSession:
