@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import time
 from collections import Counter
 from dataclasses import asdict
@@ -37,9 +36,9 @@ from pathlib import Path
 
 from cdc_delta.kafka_job import compare, start, topic_sizes
 from cdc_delta.topics import TOPICS, DebeziumProducer, Shop
-from kafka_delta.broker import producer_client, running_broker
+from kafka_delta.broker import producer_client
 from kafka_delta.checks import commits, delta_log
-from kafka_delta.driver import Files, ProducerThread, run_kafka_query
+from kafka_delta.driver import Files, ProducerThread, example_run, run_kafka_query
 from kafka_delta.pipeline import read_progress, spark_session
 
 EXAMPLE_ROUNDS = 24
@@ -141,11 +140,7 @@ def produced(counts: Counter[str], rounds: int) -> str:
 
 
 def run_example(args: argparse.Namespace) -> bool:
-    shutil.rmtree(args.work, ignore_errors=True)
-    files = Files(args.work)
-    started = time.monotonic()
-    with running_broker(args.work / "broker", TOPICS) as broker:
-        spark = spark_session("cdc-kafka-example")
+    with example_run(args.work, TOPICS, "cdc-kafka-example") as (files, broker, spark):
 
         def once_running(done: int, rounds: int) -> None:
             while files.run_count() == 0:  # the changes come while the query runs
@@ -159,8 +154,6 @@ def run_example(args: argparse.Namespace) -> bool:
                                       args.max_offsets or EXAMPLE_MAX_OFFSETS), files)
         print(produced(producer.finish(), args.rounds))
         numbers = check_and_report(spark, broker.bootstrap, files)
-        spark.stop()
-    print(f"done in {time.monotonic() - started:.0f} s")
     return passed(numbers) and numbers["changes_in"] == numbers["messages"]
 
 

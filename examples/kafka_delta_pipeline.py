@@ -26,12 +26,11 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import time
 from pathlib import Path
 
 from kafka_delta.broker import running_broker
 from kafka_delta.checks import passed, report, summary
-from kafka_delta.driver import Files, ProducerThread, run_until_stopped
+from kafka_delta.driver import Files, ProducerThread, example_run, run_until_stopped
 from kafka_delta.events import TOPICS, EventProducer, Scenario
 from kafka_delta.move import run_move
 from kafka_delta.pipeline import compare, spark_session
@@ -64,18 +63,12 @@ def run_driver(args: argparse.Namespace) -> bool:
 
 
 def run_example(args: argparse.Namespace) -> bool:
-    shutil.rmtree(args.work, ignore_errors=True)
-    files = Files(args.work)
-    started = time.monotonic()
-    with running_broker(args.work / "broker", TOPICS) as broker:
-        spark = spark_session("kafka-delta-example")
+    with example_run(args.work, TOPICS, "kafka-delta-example") as (files, broker, spark):
         producer = ProducerThread(EventProducer(broker.bootstrap, Scenario(), files).run, files)
         producer.start()
         run_until_stopped(spark, broker.bootstrap, files, args.max_offsets or EXAMPLE_MAX_OFFSETS)
         producer.finish()
         ok = check_and_report(spark, broker.bootstrap, files, query_plan(files))
-        spark.stop()
-    print(f"done in {time.monotonic() - started:.0f} s")
     return ok
 
 

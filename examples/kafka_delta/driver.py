@@ -18,19 +18,39 @@ is done. The CDC example on Kafka (examples/cdc_kafka_pipeline.py) keeps the sam
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from pyspark.sql import SparkSession
 from pyspark.errors import StreamingQueryException
 from pyspark.sql.streaming import StreamingQuery
 
+from .broker import KafkaBroker, running_broker
 from .events import seconds_of
-from .pipeline import offsets_read, read_progress, streaming_facts
+from .pipeline import offsets_read, read_progress, spark_session, streaming_facts
 
 POLL_SECONDS = 0.2
+
+
+@contextmanager
+def example_run(work: Path, topics: dict[str, int],
+                app_name: str) -> Iterator[tuple["Files", KafkaBroker, SparkSession]]:
+    """A one-command example's run: its work folder made anew, its broker with `topics`, and a
+    Spark session, stopped after; says how long it took."""
+    shutil.rmtree(work, ignore_errors=True)
+    files = Files(work)
+    started = time.monotonic()
+    with running_broker(work / "broker", topics) as broker:
+        spark = spark_session(app_name)
+        try:
+            yield files, broker, spark
+        finally:
+            spark.stop()
+    print(f"done in {time.monotonic() - started:.0f} s")
 
 
 class Files:

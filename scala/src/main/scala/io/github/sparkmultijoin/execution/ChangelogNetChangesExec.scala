@@ -41,6 +41,9 @@ case class ChangelogNetChangesExec(
 
   override def producedAttributes: AttributeSet = AttributeSet(changeType)
 
+  override protected def stringArgs: Iterator[Any] =
+    Iterator(identity, changeType, if (byIdentity) "by identity" else "in the key's task")
+
   override lazy val metrics = Map(
     "numOutputRows" -> SQLMetrics.createMetric(sparkContext, "number of output rows"))
 
