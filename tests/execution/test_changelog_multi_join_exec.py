@@ -35,13 +35,15 @@ def _joined(frames: list[DataFrame]) -> DataFrame:
 
 
 def _run(spark: SparkSession, joined: DataFrame | Inputs, checkpoint: Path,
-         plans: list[str] | None = None) -> tuple[dict, dict]:
+         plans: list[str] | None = None,
+         applied: dict[tuple, tuple] | None = None) -> tuple[dict, dict]:
     """Runs `joined` (or `_joined` over the inputs' batches); returns the changes applied by
-    identity, and the stateful operators' custom metrics summed over the micro-batches; adds
-    the last micro-batch's physical plan to `plans`."""
+    identity (to `applied`, the table an earlier run left), and the stateful operators' custom
+    metrics summed over the micro-batches; adds the last micro-batch's physical plan to
+    `plans`."""
     if isinstance(joined, Inputs):
         joined = _joined(joined.streams(spark))
-    applied: dict[tuple, tuple] = {}
+    applied = {} if applied is None else applied
 
     def apply(batch: DataFrame, _: int) -> None:
         for row in batch.collect():
@@ -166,3 +168,38 @@ def test_read_state_shows_the_live_rows(spark: SparkSession, tmp_path: Path) -> 
     customers = read_state(spark, tmp_path / "checkpoint", 1)
     assert set(map(tuple, orders.collect())) == {(1, 20, 6)}
     assert customers.count() == 0
+
+
+def test_a_checkpoint_in_state_format_1_resumes_in_it(spark: SparkSession,
+                                                      tmp_path: Path) -> None:
+    """A checkpoint written in the first state format (as versions before format 2 wrote it)
+    resumes in it, in the join and in the ordering by row id of the orders, whose key is not
+    their row id; its answer and `read_state` are the same as a new checkpoint's in format 2."""
+    inputs = Inputs(tmp_path / "in", SCHEMAS)
+    inputs.write_batch(0, 0, [_change("insert", 1, oid=1, cid=10, amount=5),
+                              _change("insert", 2, oid=2, cid=20, amount=7)])
+    inputs.write_batch(1, 0, [_change("insert", 1, cid=10, name="a")])
+    old, plans = tmp_path / "format1", []
+    spark.conf.set("multi-join.changelog-state-format", "1")
+    try:
+        applied, _ = _run(spark, inputs, old, plans)
+    finally:
+        spark.conf.unset("multi-join.changelog-state-format")
+    inputs.write_batch(0, 1, [_change("update_preimage", 3, oid=1, cid=10, amount=5),
+                              _change("update_postimage", 3, oid=1, cid=20, amount=6),
+                              _change("insert", 1, oid=2, cid=20, amount=7),  # late, older
+                              _change("insert", 4, oid=3, cid=10, amount=9)])
+    inputs.write_batch(1, 1, [_change("insert", 1, cid=20, name="b"),
+                              _change("delete", 2, cid=10, name="a")])
+    applied, _ = _run(spark, inputs, old, plans, applied)
+    new, new_plans = tmp_path / "format2", []
+    fresh, _ = _run(spark, inputs, new, new_plans)
+    assert [re.findall(r"state=operator \d+ in format (\d)", plan) for plan in plans] == \
+        [["1"]] * 2, plans
+    assert all("ChangelogNormalize" in plan and "state format 1" in plan for plan in plans)
+    assert "in format 2" in new_plans[-1] and "state format 2" in new_plans[-1], new_plans[-1]
+    expected = _batch_query(spark, [(1, 20, 6), (2, 20, 7), (3, 10, 9)], [(20, "b")])
+    assert set(applied.values()) == set(fresh.values()) == expected
+    for checkpoint in (old, new):
+        orders = read_state(spark, checkpoint, 0).select("oid", "cid", "amount")
+        assert set(map(tuple, orders.collect())) == {(1, 20, 6), (2, 20, 7), (3, 10, 9)}

@@ -3,7 +3,7 @@ package io.github.sparkmultijoin.analysis
 import io.github.sparkmultijoin.logical.{ChangelogInput, ChangelogJoin, ChangelogNormalize}
 import io.github.sparkmultijoin.model.JoinTree
 
-import org.apache.spark.sql.catalyst.expressions.{Alias, AliasHelper, And, Attribute, Cast, Coalesce, CreateArray, Expression, Literal, NamedExpression}
+import org.apache.spark.sql.catalyst.expressions.{Alias, AliasHelper, And, Attribute, AttributeSet, Cast, Coalesce, CreateArray, Expression, Literal, NamedExpression}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, Project, SubqueryAlias, View}
 import org.apache.spark.sql.types.LongType
 
@@ -65,7 +65,8 @@ private[analysis] object ChangelogSides extends AliasHelper {
     val movable = !side.base.isInstanceOf[ChangelogJoin] &&
       !key.forall(_.references.forall(k => ids.exists(_.exprId == k.exprId)))
     ChangelogJoin(
-      Seq(if (movable) ChangelogNormalize(ids, format, inputChanges) else inputChanges),
+      Seq(if (movable) ChangelogNormalize(ids, keyColumns(key, current), format, inputChanges)
+      else inputChanges),
       Seq(current.length), Seq(ids), Seq(format), Seq(key), None,
       JoinTree.inner(1), Seq(Literal.TrueLiteral), None, Nil)
   }
@@ -80,6 +81,12 @@ private[analysis] object ChangelogSides extends AliasHelper {
       val rawBelow =
         below.copy(changeColumns = below.changeColumns.take(1) :+ ChangelogJoin.rowVersion())
       (rawBelow, below.identity, rawBelow.changeColumns, ChangelogJoin.StackedFormat)
+  }
+
+  /** The current row's columns that `key` reads. */
+  private def keyColumns(key: Seq[Expression], current: Seq[NamedExpression]): Seq[Attribute] = {
+    val read = AttributeSet(key.flatMap(_.references))
+    current.map(_.toAttribute).filter(read.contains)
   }
 
   private def currentRowId(id: Attribute, current: Seq[NamedExpression], format: String) =

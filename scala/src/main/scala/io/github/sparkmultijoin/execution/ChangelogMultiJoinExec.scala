@@ -3,7 +3,7 @@ package io.github.sparkmultijoin.execution
 import scala.collection.mutable
 
 import io.github.sparkmultijoin.execution.MultiJoinMetrics.{COMMIT_TIME_MS, Metric, NUM_IDEMPOTENT_CHANGES, NUM_OUTDATED_CHANGES, NUM_OUTPUT_ROWS, NUM_TOTAL_STATE_ROWS, NUM_UPDATED_STATE_ROWS, STATE_MEMORY}
-import io.github.sparkmultijoin.execution.state.{Applied, CurrentRowsState}
+import io.github.sparkmultijoin.execution.state.{ChangelogStateFormat, CurrentRowsState}
 import io.github.sparkmultijoin.logical.{ChangeTypes, ChangelogJoin}
 import io.github.sparkmultijoin.model.{ChangelogJoinShape, MicroBatchContext}
 import io.github.sparkmultijoin.restart.{ChangelogDeclarations, OperatorMetadataFile}
@@ -37,6 +37,7 @@ import org.apache.spark.unsafe.types.UTF8String
  * @param shape         what it joins, and how
  * @param changeColumns the change type and row version its rows end with
  * @param description   the operator as errors name it
+ * @param stateFormat   how its state keeps each row identity's last change
  */
 case class ChangelogMultiJoinExec(
     shape: ChangelogJoinShape,
@@ -44,6 +45,7 @@ case class ChangelogMultiJoinExec(
     description: String,
     stateInfo: Option[StatefulOperatorStateInfo],
     batch: Option[MicroBatchContext],
+    stateFormat: ChangelogStateFormat,
     @transient child: SparkPlan)
   extends UnaryExecNode with StateStoreWriter with SchemaValidationUtils {
 
@@ -76,14 +78,15 @@ case class ChangelogMultiJoinExec(
     }
     s"$nodeName ${inputs.mkString(", ")}, condition=${shape.condition.map(_.sql).getOrElse("none")}" +
       s", filter=${shape.filter.map(_.sql).getOrElse("none")}, " +
-      s"state=${stateInfo.map(info => s"operator ${info.operatorId}").getOrElse("<unknown>")}"
+      s"state=${stateInfo.map(info => s"operator ${info.operatorId}").getOrElse("<unknown>")}" +
+      s" in format ${stateFormat.version}"
   }
 
   override def getColFamilySchemas(
       shouldBeNullable: Boolean): Map[String, StateStoreColFamilySchema] = {
     val name = StateStore.DEFAULT_COL_FAMILY_NAME
     Map(name -> StateStoreColFamilySchema(name, 0, CurrentRowsState.keySchema(keyTypes), 0,
-      CurrentRowsState.ValueSchema, Some(CurrentRowsState.encoderSpec(keyTypes))))
+      stateFormat.valueSchema, Some(CurrentRowsState.encoderSpec(keyTypes))))
   }
 
   private def metadataFile = new OperatorMetadataFile(getStateInfo, shortName, description)
@@ -92,7 +95,8 @@ case class ChangelogMultiJoinExec(
 
   override def operatorStateMetadata(
       stateSchemaPaths: List[List[String]] = List.empty): OperatorStateMetadata =
-    metadataFile.metadata(ChangelogDeclarations.of(shape).json, stateSchemaPaths)
+    metadataFile.metadata(ChangelogDeclarations.of(shape, stateFormat.version).json,
+      stateSchemaPaths)
 
   // On a restart, the inputs' declarations are compared with the checkpoint's first.
   override def validateAndMaybeEvolveStateSchema(
@@ -100,8 +104,8 @@ case class ChangelogMultiJoinExec(
       batchId: Long,
       stateSchemaVersion: Int): List[StateSchemaValidationResult] = {
     metadataFile.previousJson(hadoopConf, batchId).foreach { json =>
-      ChangelogDeclarations.fromJson(json).checkRestart(ChangelogDeclarations.of(shape),
-        description)
+      ChangelogDeclarations.fromJson(json).checkRestart(
+        ChangelogDeclarations.of(shape, stateFormat.version), description)
     }
     // Spark passes its default schema format; a schema with an encoder spec needs format 3.
     RealTimeModeShim.validateAndWriteStateSchema(this,
@@ -122,7 +126,7 @@ case class ChangelogMultiJoinExec(
       s"$nodeName runs only inside a streaming query, which gives it its state info:\n$this"))
     metrics // created on the driver, before tasks refer to them
     val keySchema = CurrentRowsState.keySchema(keyTypes)
-    child.execute().mapPartitionsWithStateStore(info, keySchema, CurrentRowsState.ValueSchema,
+    child.execute().mapPartitionsWithStateStore(info, keySchema, stateFormat.valueSchema,
       CurrentRowsState.encoderSpec(keyTypes), session.sessionState,
       Some(StateStoreShim.stateStoreCoordinator(session)))(
       processPartition(info.storeVersion))
@@ -134,7 +138,8 @@ case class ChangelogMultiJoinExec(
     TaskContext.get().addTaskCompletionListener[Unit] { _ =>
       if (!store.hasCommitted) store.abort()
     }
-    val state = new CurrentRowsState(store, keyTypes, shape.widths, shape.rowIds.map(_.length))
+    val state = new CurrentRowsState(store, stateFormat, keyTypes, shape.widths,
+      shape.rowIds.map(_.length))
     val changes = new ChangelogChanges(shape, keyTypes, description)
     val (join, emit) = (new CurrentRowsJoin(shape), new ChangeRows(shape, batchId))
     val out = mutable.ArrayBuffer.empty[InternalRow]

@@ -3,16 +3,16 @@ package io.github.sparkmultijoin.execution
 import scala.collection.mutable
 
 import io.github.sparkmultijoin.execution.MultiJoinMetrics.{COMMIT_TIME_MS, NUM_IDEMPOTENT_CHANGES, NUM_OUTDATED_CHANGES, NUM_OUTPUT_ROWS, NUM_TOTAL_STATE_ROWS, NUM_UPDATED_STATE_ROWS}
-import io.github.sparkmultijoin.execution.state.{Applied, CurrentRowsState}
+import io.github.sparkmultijoin.execution.state.{Applied, ChangelogStateFormat}
 import io.github.sparkmultijoin.logical.{ChangeTypes, ChangelogNormalize}
 import io.github.sparkmultijoin.model.ChangelogJoinShape
-import io.github.sparkmultijoin.restart.OperatorMetadataFile
+import io.github.sparkmultijoin.restart.{ChangelogDeclarations, OperatorMetadataFile}
 import org.apache.hadoop.conf.Configuration
 
 import org.apache.spark.TaskContext
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, GenericInternalRow, JoinedRow, Literal, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.plans.physical.{Distribution, StatefulOpClusteredDistribution}
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.catalyst.util.GenericArrayData
@@ -31,11 +31,16 @@ import org.apache.spark.unsafe.types.UTF8String
  *
  * @param shape       the one input, as a changelog join reads it
  * @param description the operator as errors name it
+ * @param kept        the row id and the columns the join key reads: what the removal of a row's
+ *                    old version needs of it
+ * @param stateFormat how its state keeps each row id's last change
  */
 case class ChangelogNormalizeExec(
     shape: ChangelogJoinShape,
     description: String,
     stateInfo: Option[StatefulOperatorStateInfo],
+    kept: Seq[Attribute],
+    stateFormat: ChangelogStateFormat,
     child: SparkPlan)
   extends UnaryExecNode with StateStoreWriter with SchemaValidationUtils {
 
@@ -58,7 +63,7 @@ case class ChangelogNormalizeExec(
   override def getColFamilySchemas(
       shouldBeNullable: Boolean): Map[String, StateStoreColFamilySchema] = {
     val name = StateStore.DEFAULT_COL_FAMILY_NAME
-    Map(name -> StateStoreColFamilySchema(name, 0, keySchema, 0, CurrentRowsState.ValueSchema,
+    Map(name -> StateStoreColFamilySchema(name, 0, keySchema, 0, stateFormat.valueSchema,
       Some(NoPrefixKeyStateEncoderSpec(keySchema))))
   }
 
@@ -67,7 +72,8 @@ case class ChangelogNormalizeExec(
 
   override def operatorStateMetadata(
       stateSchemaPaths: List[List[String]] = List.empty): OperatorStateMetadata =
-    new OperatorMetadataFile(getStateInfo, shortName, description).metadata("{}", stateSchemaPaths)
+    new OperatorMetadataFile(getStateInfo, shortName, description)
+      .metadata(ChangelogDeclarations(Nil, Some(stateFormat.version)).json, stateSchemaPaths)
 
   override def validateAndMaybeEvolveStateSchema(
       hadoopConf: Configuration,
@@ -84,7 +90,7 @@ case class ChangelogNormalizeExec(
     val info = stateInfo.getOrElse(throw new IllegalStateException(
       s"$nodeName runs only inside a streaming query, which gives it its state info:\n$this"))
     metrics // created on the driver, before tasks refer to them
-    child.execute().mapPartitionsWithStateStore(info, keySchema, CurrentRowsState.ValueSchema,
+    child.execute().mapPartitionsWithStateStore(info, keySchema, stateFormat.valueSchema,
       NoPrefixKeyStateEncoderSpec(keySchema), session.sessionState,
       Some(StateStoreShim.stateStoreCoordinator(session)))(process(info.storeVersion))
   }
@@ -102,14 +108,16 @@ case class ChangelogNormalizeExec(
       byId.getOrElseUpdate(change.id, mutable.ArrayBuffer.empty) += change
     }
     val emit = new NormalizedRows(output, shape.widths.head, batchId)
-    val storeValue = UnsafeProjection.create(CurrentRowsState.ValueSchema)
+    val storeValue = UnsafeProjection.create(stateFormat.valueSchema)
+    val stored = storedRow
     val out = byId.iterator.flatMap { case (id, idChanges) =>
-      val before = Option(store.get(id)).map(CurrentRowsState.appliedOf(_, shape.widths.head))
+      val before = Option(store.get(id)).map(stateFormat.applied(_, shape.widths.head))
       val applied = mutable.HashMap.empty[(Int, UnsafeRow), Applied] ++ before.map((0, id) -> _)
       if (changes.apply(idChanges.toSeq, applied).isEmpty) Iterator.empty
       else {
         val after = applied((0, id))
-        store.put(id, storeValue(CurrentRowsState.valueOf(after, batchId)))
+        store.put(id,
+          storeValue(stateFormat.valueRow(after.copy(row = after.row.map(stored)), batchId)))
         metric(NUM_UPDATED_STATE_ROWS) += 1
         emit.change(before.flatMap(_.row), after.row)
       }
@@ -126,6 +134,24 @@ case class ChangelogNormalizeExec(
   }
 
   private def metric(declared: MultiJoinMetrics.Metric) = longMetric(declared.name)
+
+  /**
+   * The current row as the state keeps it: whole, or with the columns not [[kept]] null (a
+   * type's default where the column cannot be null, as the rows emitted must hold).
+   */
+  private def storedRow: UnsafeRow => UnsafeRow = {
+    val columns = shape.currentColumns(0)
+    if (stateFormat.orderingKeepsWholeRows) identity
+    else {
+      val keep = AttributeSet(kept)
+      val project = UnsafeProjection.create(columns.map { column =>
+          if (keep.contains(column)) column
+          else if (column.nullable) Literal(null, column.dataType)
+          else Literal.default(column.dataType)
+        }, columns)
+      project(_)
+    }
+  }
 
   override protected def withNewChildInternal(newChild: SparkPlan): ChangelogNormalizeExec =
     copy(child = newChild)

@@ -15,11 +15,14 @@ import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
  * key too. Its children and output are a changelog join's input changes ([[ChangelogJoin]]).
  *
  * @param rowId      the row id columns, among the current row's
+ * @param keyColumns the current row's columns that the join key reads: with the row id, all that
+ *                   the removal of a row's old version needs to find it
  * @param format     where the changes come from
  * @param operatorId the stateful operator id, set by the optimizer
  */
 case class ChangelogNormalize(
     rowId: Seq[Attribute],
+    keyColumns: Seq[Attribute],
     format: String,
     child: LogicalPlan,
     operatorId: Long = -1L) extends UnaryNode {

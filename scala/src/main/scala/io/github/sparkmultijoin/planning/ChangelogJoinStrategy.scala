@@ -2,14 +2,17 @@ package io.github.sparkmultijoin.planning
 
 import io.github.sparkmultijoin.analysis.ChangelogJoinException
 import io.github.sparkmultijoin.execution.{ChangelogMultiJoinExec, ChangelogNetChangesExec, ChangelogNormalizeExec, TaggedInputs}
+import io.github.sparkmultijoin.execution.state.ChangelogStateFormat
 import io.github.sparkmultijoin.logical.{ChangelogInput, ChangelogJoin, ChangelogNormalize}
 import io.github.sparkmultijoin.model.{ChangelogJoinShape, JoinTree}
+import io.github.sparkmultijoin.restart.ChangelogStateFormats
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.Literal
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.{SparkPlan, SparkStrategy}
-import org.apache.spark.sql.multijoin.MicroBatchShim
+import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
+import org.apache.spark.sql.multijoin.{CheckpointShim, MicroBatchShim, MultiJoinConf}
 
 /**
  * Plans a [[ChangelogJoin]] as a [[ChangelogMultiJoinExec]] over its inputs tagged and unioned
@@ -29,8 +32,9 @@ case class ChangelogJoinStrategy(session: SparkSession) extends SparkStrategy {
       val changeColumns =
         if (join.raw) join.changeColumns
         else Seq(join.changeColumns.head.newInstance(), ChangelogJoin.rowVersion())
-      val exec = ChangelogMultiJoinExec(shape, changeColumns, join.description,
-        running.flatMap(_.stateInfo(join.operatorId)), running.flatMap(_.context),
+      val stateInfo = running.flatMap(_.stateInfo(join.operatorId))
+      val exec = ChangelogMultiJoinExec(shape, changeColumns, join.description, stateInfo,
+        running.flatMap(_.context), stateFormat(stateInfo, join.description),
         TaggedInputs.plan(join.keys, join.children.map(planLater)))
       if (join.raw) exec :: Nil
       else {
@@ -42,14 +46,33 @@ case class ChangelogJoinStrategy(session: SparkSession) extends SparkStrategy {
       val width = columns.length - ChangelogJoin.InputChangeColumns.length
       val shape = ChangelogJoinShape(Seq(columns), Seq(width), Seq(normalize.rowId),
         Seq(normalize.format), Seq(Nil), None, JoinTree.inner(1), Seq(Literal.TrueLiteral), None)
-      ChangelogNormalizeExec(shape,
-        s"The ordering by row id of a ${normalize.format} " +
-          s"changelog (stateful operator ${normalize.operatorId})",
-        MicroBatchShim.running(session).flatMap(_.stateInfo(normalize.operatorId)),
+      val description = s"The ordering by row id of a ${normalize.format} " +
+        s"changelog (stateful operator ${normalize.operatorId})"
+      val stateInfo = MicroBatchShim.running(session).flatMap(_.stateInfo(normalize.operatorId))
+      ChangelogNormalizeExec(shape, description, stateInfo,
+        normalize.rowId ++ normalize.keyColumns, stateFormat(stateInfo, description),
         planLater(normalize.child)) :: Nil
     case input: ChangelogInput => throw new ChangelogJoinException(s"A ${input.format} " +
         "changelog is written or read without a join: it is a stream of changes, which only a " +
         "changelog join reads (docs/changelog-joins.md).")
     case _ => Nil
+  }
+
+  /**
+   * The state format of the operator of `stateInfo`: the session's for a new query, the
+   * checkpoint's on a restart; the session's where the plan is not a micro-batch's (EXPLAIN).
+   */
+  private def stateFormat(stateInfo: Option[StatefulOperatorStateInfo], description: String)
+      : ChangelogStateFormat = {
+    val forNewQuery = MultiJoinConf.changelogStateFormat(session.sessionState.conf)
+    val recorded = stateInfo.fold(Option(forNewQuery)) { info =>
+      ChangelogStateFormats.of(info, description, CheckpointShim.newHadoopConf(session),
+        forNewQuery)
+    }
+    ChangelogStateFormat.recorded(recorded).fold(
+      problem =>
+        throw new IllegalStateException(s"$description cannot resume from its " +
+          s"checkpoint: its $problem. Run it with that version, or from a new checkpoint."),
+      identity)
   }
 }

@@ -1,7 +1,7 @@
 package io.github.sparkmultijoin.restart
 
 import io.github.sparkmultijoin.model.ChangelogJoinShape
-import org.json4s.{JArray, JObject, JString, JValue}
+import org.json4s.{JArray, JInt, JObject, JString, JValue}
 import org.json4s.jackson.JsonMethods.{compact, parse, render}
 
 import org.apache.spark.sql.catalyst.expressions.AttributeReference
@@ -11,12 +11,15 @@ import org.apache.spark.sql.catalyst.types.DataTypeUtils
  * What a changelog join's state depends on, per input, recorded in its operator metadata so
  * that a restart can say which input changed: its format, its row id, its key and its current
  * row's columns. The state holds each input's rows by row id under its key; a restart that
- * declares them otherwise would read them wrongly.
+ * declares them otherwise would read them wrongly. With them, the number of the state format
+ * the state is kept in (none before formats were recorded).
  */
-case class ChangelogDeclarations(inputs: Seq[Map[String, String]]) {
+case class ChangelogDeclarations(inputs: Seq[Map[String, String]], stateFormat: Option[Int]) {
 
-  def json: String = compact(render(JObject("inputs" -> JArray(inputs.map(input =>
-    JObject(input.toList.sorted.map { case (k, v) => k -> (JString(v): JValue) })).toList))))
+  def json: String = compact(render(JObject(
+    ("inputs" -> JArray(inputs.map(input =>
+      JObject(input.toList.sorted.map { case (k, v) => k -> (JString(v): JValue) })).toList)) ::
+      stateFormat.map(n => "stateFormat" -> (JInt(n): JValue)).toList)))
 
   /** Fails if a restart declaring `current` cannot use state written with these. */
   def checkRestart(current: ChangelogDeclarations, operator: String): Unit = {
@@ -36,26 +39,33 @@ case class ChangelogDeclarations(inputs: Seq[Map[String, String]]) {
 
 object ChangelogDeclarations {
 
-  def of(shape: ChangelogJoinShape): ChangelogDeclarations =
-    ChangelogDeclarations(shape.inputs.indices.map { i =>
-      Map(
-        "format" -> shape.formats(i),
-        "row id" -> shape.rowIds(i).map(_.name).mkString(", "),
-        "key" -> shape.keys(i).map(_.transform { case a: AttributeReference =>
-          a.withQualifier(Nil)
-        }.sql).mkString(", "),
-        "columns" -> DataTypeUtils.fromAttributes(shape.currentColumns(i)).toDDL,
-        "join" -> (if (shape.tree.isOuter(i)) shape.tree.joinType(i) else "INNER"))
-    })
+  /** The declarations of a join of `shape` whose state is kept in format `stateFormat`. */
+  def of(shape: ChangelogJoinShape, stateFormat: Int): ChangelogDeclarations =
+    ChangelogDeclarations(
+      shape.inputs.indices.map { i =>
+        Map(
+          "format" -> shape.formats(i),
+          "row id" -> shape.rowIds(i).map(_.name).mkString(", "),
+          "key" -> shape.keys(i).map(_.transform { case a: AttributeReference =>
+            a.withQualifier(Nil)
+          }.sql).mkString(", "),
+          "columns" -> DataTypeUtils.fromAttributes(shape.currentColumns(i)).toDDL,
+          "join" -> (if (shape.tree.isOuter(i)) shape.tree.joinType(i) else "INNER"))
+      }, Some(stateFormat))
 
   def fromJson(json: String): ChangelogDeclarations = {
-    val inputs = parse(json) \ "inputs" match {
+    val parsed = parse(json)
+    val inputs = parsed \ "inputs" match {
       case JArray(values) => values.map {
           case JObject(fields) => fields.collect { case (k, JString(v)) => k -> v }.toMap
           case _ => Map.empty[String, String]
         }
       case _ => Nil
     }
-    ChangelogDeclarations(inputs)
+    ChangelogDeclarations(inputs,
+      parsed \ "stateFormat" match {
+        case JInt(n) => Some(n.toInt)
+        case _ => None
+      })
   }
 }

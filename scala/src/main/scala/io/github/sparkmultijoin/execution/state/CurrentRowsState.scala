@@ -1,10 +1,8 @@
 package io.github.sparkmultijoin.execution.state
 
-import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{GenericInternalRow, UnsafeProjection, UnsafeRow}
-import org.apache.spark.sql.catalyst.util.GenericArrayData
 import org.apache.spark.sql.execution.streaming.state.{PrefixKeyScanStateEncoderSpec, StateStore}
-import org.apache.spark.sql.types.{ArrayType, BinaryType, DataType, IntegerType, LongType, StructField, StructType}
+import org.apache.spark.sql.types.{BinaryType, DataType, IntegerType, StructField, StructType}
 
 /**
  * The version of a row identity's change last applied, and the row it left: None where it
@@ -38,10 +36,11 @@ object Applied {
  * keep a late older change of it from bringing it back.
  *
  * Store key: the join key's columns, the input, the row id (its UnsafeRow's bytes); scanned by
- * the join key. Value: the version, the rank, the row (its UnsafeRow's bytes, null if none).
+ * the join key. Value: the change, as the checkpoint's [[ChangelogStateFormat]] keeps it.
  */
 class CurrentRowsState(
     store: StateStore,
+    format: ChangelogStateFormat,
     keyTypes: Seq[DataType],
     widths: Seq[Int],
     idWidths: Seq[Int]) {
@@ -49,15 +48,15 @@ class CurrentRowsState(
   import CurrentRowsState._
 
   private val storeKey = UnsafeProjection.create(keySchema(keyTypes))
-  private val storeValue = UnsafeProjection.create(ValueSchema)
+  private val storeValue = UnsafeProjection.create(format.valueSchema)
   private val numKeys = keyTypes.length
 
   /** What was applied under `key` (the join key's columns), as (input, row id, applied). */
   def under(key: UnsafeRow): Iterator[(Int, UnsafeRow, Applied)] =
     store.prefixScan(key).map { pair =>
       val input = pair.key.getInt(numKeys)
-      val id = bytesRow(pair.key.getBinary(numKeys + 1), idWidths(input))
-      (input, id, appliedOf(pair.value, widths(input)))
+      val id = ChangelogStateFormat.bytesRow(pair.key.getBinary(numKeys + 1), idWidths(input))
+      (input, id, format.applied(pair.value, widths(input)))
     }
 
   /** Stores `applied`, the change micro-batch `batchId` applied last. */
@@ -66,7 +65,8 @@ class CurrentRowsState(
     (0 until numKeys).foreach(i => keyValues(i) = key.get(i, keyTypes(i)))
     keyValues(numKeys) = input
     keyValues(numKeys + 1) = id.getBytes
-    store.put(storeKey(new GenericInternalRow(keyValues)), storeValue(valueOf(applied, batchId)))
+    store.put(storeKey(new GenericInternalRow(keyValues)),
+      storeValue(format.valueRow(applied, batchId)))
   }
 
   def commit(): Long = store.commit()
@@ -81,38 +81,15 @@ object CurrentRowsState {
       StructField("input", IntegerType, nullable = false) :+
       StructField("rowId", BinaryType, nullable = false))
 
-  val ValueSchema: StructType = StructType(Seq(
-    StructField("version", ArrayType(LongType, containsNull = false), nullable = false),
-    StructField("rank", IntegerType, nullable = false),
-    StructField("row", BinaryType),
-    StructField("batch", LongType, nullable = false)))
-
   def encoderSpec(keyTypes: Seq[DataType]): PrefixKeyScanStateEncoderSpec =
     PrefixKeyScanStateEncoderSpec(keySchema(keyTypes), keyTypes.length)
 
   /**
-   * `read_state`: the current rows of `input` (of `width` columns) in `store`, whose keys have
-   * `numKeys` key columns, each with the micro-batch that applied it.
+   * `read_state`: the current rows of `input` (of `width` columns) in `store`, kept in `format`,
+   * whose keys have `numKeys` key columns, each with the micro-batch that applied it.
    */
-  def rows(store: StateStore, numKeys: Int, input: Int, width: Int)
-      : Iterator[(UnsafeRow, Long)] =
-    store.iterator().filter { pair =>
-      pair.key.getInt(numKeys) == input && !pair.value.isNullAt(2)
-    }.map(pair => (bytesRow(pair.value.getBinary(2), width), pair.value.getLong(3)))
-
-  /** `applied`, stored by micro-batch `batchId`, as a value of [[ValueSchema]]. */
-  def valueOf(applied: Applied, batchId: Long): InternalRow =
-    new GenericInternalRow(Array[Any](new GenericArrayData(applied.version), applied.rank,
-      applied.row.map(_.getBytes).orNull, batchId))
-
-  /** The change a value of [[ValueSchema]] holds, of a row of `width` columns. */
-  def appliedOf(value: UnsafeRow, width: Int): Applied = Applied(value.getArray(0).toLongArray(),
-    value.getInt(1), Option(value.getBinary(2)).map(bytesRow(_, width)))
-
-  /** The UnsafeRow of `width` columns whose bytes are `bytes`. */
-  def bytesRow(bytes: Array[Byte], width: Int): UnsafeRow = {
-    val row = new UnsafeRow(width)
-    row.pointTo(bytes, bytes.length)
-    row
-  }
+  def rows(store: StateStore, format: ChangelogStateFormat, numKeys: Int, input: Int,
+      width: Int): Iterator[(UnsafeRow, Long)] =
+    store.iterator().filter(_.key.getInt(numKeys) == input)
+      .flatMap(pair => format.currentRow(pair.value, width))
 }

@@ -192,7 +192,11 @@ object MultiJoinStateReader {
 
     /** How its state is read: as its multi-join state layout, as it recorded it. */
     def source(families: Map[String, StateStoreColFamilySchema]): StateSource =
-      if (changelog) ChangelogSource(families(StateStore.DEFAULT_COL_FAMILY_NAME))
+      if (changelog) ChangelogSource(families(StateStore.DEFAULT_COL_FAMILY_NAME),
+        ChangelogStateFormat.recorded(ChangelogDeclarations.fromJson(
+          metadata.operatorPropertiesJson).stateFormat).fold(
+          unknown => throw new IllegalArgumentException(s"$describe cannot be read: $unknown."),
+          identity))
       else MultiJoinStateLayout.recorded(properties.layoutVersion).fold(
         unknown => throw new IllegalArgumentException(s"$describe cannot be read: $unknown."),
         LayoutSource(_, families))
@@ -244,11 +248,13 @@ object MultiJoinStateReader {
   }
 
   /** A changelog join's state ([[CurrentRowsState]]): its current rows, not its deleted ones. */
-  private case class ChangelogSource(family: StateStoreColFamilySchema) extends StateSource {
+  private case class ChangelogSource(
+      family: StateStoreColFamilySchema,
+      format: ChangelogStateFormat) extends StateSource {
     def opened: StoreSchemas =
       StoreSchemas(family.keySchema, family.valueSchema, useColumnFamilies = false)
     def encoderSpec: KeyStateEncoderSpec = family.keyStateEncoderSpec.get
     def rows(store: StateStore, input: Int, numFields: Int): Iterator[(InternalRow, Long)] =
-      CurrentRowsState.rows(store, family.keySchema.length - 2, input, numFields)
+      CurrentRowsState.rows(store, format, family.keySchema.length - 2, input, numFields)
   }
 }

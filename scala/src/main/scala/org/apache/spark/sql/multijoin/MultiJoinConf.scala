@@ -90,6 +90,17 @@ object MultiJoinConf {
     .checkValue(_ >= 0, "must be a size of at least 0 bytes.")
     .createWithDefaultString("32m")
 
+  val CHANGELOG_STATE_FORMAT: ConfigEntry[Int] =
+    SQLConf.buildConf("multi-join.changelog-state-format")
+      .internal()
+      .doc("The state format a new changelog join writes (a restart keeps its checkpoint's), " +
+        "as spark.sql.streaming.join.stateFormatVersion picks Spark's join's. Internal: tests " +
+        "set 1 to write a checkpoint as earlier versions did.")
+      .version(Since)
+      .intConf
+      .checkValue(Set(1, 2), "must be 1 or 2.")
+      .createWithDefault(2)
+
   /** The documented entries, in the order the README lists them. */
   val entries: Seq[ConfigEntry[_]] = Seq(ENABLED, MAX_TABLES, STATE_TTL)
 
@@ -111,6 +122,8 @@ object MultiJoinConf {
   def maxTables(conf: SQLConf): Option[Int] = conf.getConf(MAX_TABLES)
 
   def batchRowsMemory(conf: SQLConf): Long = conf.getConf(BATCH_ROWS_MEMORY)
+
+  def changelogStateFormat(conf: SQLConf): Int = conf.getConf(CHANGELOG_STATE_FORMAT)
 
   /** The session's state TTL in milliseconds (validated when set). */
   def stateTtlMs(conf: SQLConf): Option[Long] = conf.getConf(STATE_TTL).map { text =>
