@@ -109,6 +109,9 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--flink", action="store_true",
                         help="also run Flink (MultiJoin on the heap and in RocksDB, binary "
                         "joins, scan only) on the keyed workloads' files (needs the flink extra)")
+    parser.add_argument("--flink-modes", default=None, metavar="MODES",
+                        help="--cdc --flink: only these of Flink's modes, comma-separated "
+                        "(multi_join_rocksdb for a long run; default: every mode)")
     return parser.parse_args()
 
 
@@ -125,7 +128,8 @@ def main_cdc(args: argparse.Namespace) -> None:
     spark = cdc_session(args.driver_memory, 2 if args.tiny else 4)
     run_cdc(spark, args.cdc.split(","), args.changes or (TINY_CHANGES if args.tiny else CHANGES),
             [int(size) for size in sizes.split(",")], args.out, args.work / "cdc",
-            args.cap_minutes * 60, with_flink=args.flink, warm_up=not args.tiny)
+            args.cap_minutes * 60, with_flink=args.flink, warm_up=not args.tiny,
+            flink_modes=args.flink_modes.split(",") if args.flink_modes else None)
     spark.stop()
 
 

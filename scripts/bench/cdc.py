@@ -83,9 +83,11 @@ def cdc_session(driver_memory: str, shuffle_partitions: int) -> SparkSession:
 
 def run_cdc(spark: SparkSession, names: list[str], changes: int, batch_sizes: list[int],
             out: Path, work: Path, cap_seconds: float, with_flink: bool = False,
-            warm_up: bool = True, noop_runs: int = NOOP_RUNS) -> list[dict]:
+            warm_up: bool = True, noop_runs: int = NOOP_RUNS,
+            flink_modes: list[str] | None = None) -> list[dict]:
     """Every run of each of `names` at each of `batch_sizes`, after an unreported `warm_up` of
-    each run on the tiny workload (the JVM's first queries and Delta commits are the slow ones);
+    each run on the tiny workload (the JVM's first queries and Delta commits are the slow ones),
+    and with `with_flink` Flink's `flink_modes` (default: all);
     writes cdc_results.json, cdc_results.md and cdc_cost.png to `out`. Fails, after writing them,
     where a finished run's table differs from the batch join."""
     file_changes = min(batch_sizes)
@@ -111,7 +113,7 @@ def run_cdc(spark: SparkSession, names: list[str], changes: int, batch_sizes: li
                                                     cap_seconds)
         print(f"    state, compacted: {result['compacted_state']}", flush=True)
         if with_flink:
-            result["flink"] = flink_peer(folder, cap_seconds)
+            result["flink"] = flink_peer(folder, cap_seconds, flink_modes)
         results.append(result)
     write_cdc(results, out, spark.version)
     print(f"wrote cdc_results.json, cdc_results.md and cdc_cost.png to {out}")
@@ -234,15 +236,17 @@ def final_tables(spark: SparkSession, spec: dict, folder: Path, runs: dict) -> d
     return checks
 
 
-def flink_peer(folder: Path, cap_seconds: float) -> dict:
+def flink_peer(folder: Path, cap_seconds: float, modes: list[str] | None = None) -> dict:
     """Flink's peer on the workload's folder (its spec.json), in a process of its own, capped at
-    a cap per mode; or why it did not run."""
+    a cap per join mode; or why it did not run."""
     if not flink.installed():
         return {"not_available": flink.MISSING}
+    caps = len(modes) if modes else FLINK_MODES
     try:
-        return flink.run_cdc_peer(folder / "spec.json", cap_seconds=FLINK_MODES * cap_seconds)
+        return flink.run_cdc_peer(folder / "spec.json", modes=modes,
+                                  cap_seconds=caps * cap_seconds)
     except subprocess.TimeoutExpired:
-        return {"not_available": f"not finished in {FLINK_MODES} caps"}
+        return {"not_available": f"not finished in {caps} caps"}
     except subprocess.CalledProcessError as failed:
         return {"not_available": f"the Flink peer failed ({failed})"}
 
