@@ -61,7 +61,7 @@ from pyspark.sql import SparkSession
 from scripts.bench.benchmark import run_benchmark
 from scripts.bench.breakdown import run_breakdown
 from scripts.bench.cdc import (BATCH_SIZES, CHANGES, TINY_BATCH_SIZES, TINY_CHANGES, cdc_session,
-                               run_cdc)
+                               rerun, run_cdc)
 from scripts.bench.latency import FLINK_MODES, compiled_writer, run_latency
 from scripts.bench.scale import SCALE_PEERS, run_scale
 from scripts.bench.scale_workloads import SCALE_NAMES
@@ -97,6 +97,11 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--latency-modes", default="real_time_first_query,real_time,"
                         "micro_batch_0s,micro_batch_1s,real_time_deduplication",
                         help="the latency runs to make, in this order")
+    add_cdc_arguments(parser)
+    return parser.parse_args()
+
+
+def add_cdc_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cdc", default="", metavar="WORKLOADS",
                         help="instead, the CDC benchmark on these workloads (cdc_left10, "
                         "cdc_star), in Spark 4.1's venv with Delta's jars")
@@ -109,10 +114,12 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--flink", action="store_true",
                         help="also run Flink (MultiJoin on the heap and in RocksDB, binary "
                         "joins, scan only) on the keyed workloads' files (needs the flink extra)")
+    parser.add_argument("--again", default="", metavar="PARTS",
+                        help="--cdc: only these parts again (state, flink), over the files the "
+                        "run that wrote --out's results left in --work; rewrites those results")
     parser.add_argument("--flink-modes", default=None, metavar="MODES",
                         help="--cdc --flink: only these of Flink's modes, comma-separated "
                         "(multi_join_rocksdb for a long run; default: every mode)")
-    return parser.parse_args()
 
 
 def scale_peers(names: str) -> set[str]:
@@ -126,6 +133,10 @@ def scale_peers(names: str) -> set[str]:
 def main_cdc(args: argparse.Namespace) -> None:
     sizes = args.batch_sizes or ",".join(map(str, TINY_BATCH_SIZES if args.tiny else BATCH_SIZES))
     spark = cdc_session(args.driver_memory, 2 if args.tiny else 4)
+    if args.again:
+        rerun(spark, args.cdc.split(","), args.again.split(","), args.out, args.work / "cdc",
+              args.cap_minutes * 60)
+        return spark.stop()
     run_cdc(spark, args.cdc.split(","), args.changes or (TINY_CHANGES if args.tiny else CHANGES),
             [int(size) for size in sizes.split(",")], args.out, args.work / "cdc",
             args.cap_minutes * 60, with_flink=args.flink, warm_up=not args.tiny,

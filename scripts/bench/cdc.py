@@ -87,12 +87,10 @@ def run_cdc(spark: SparkSession, names: list[str], changes: int, batch_sizes: li
             flink_modes: list[str] | None = None) -> list[dict]:
     """Every run of each of `names` at each of `batch_sizes`, after an unreported `warm_up` of
     each run on the tiny workload (the JVM's first queries and Delta commits are the slow ones),
-    and with `with_flink` Flink's `flink_modes` (default: all);
-    writes cdc_results.json, cdc_results.md and cdc_cost.png to `out`. Fails, after writing them,
-    where a finished run's table differs from the batch join."""
+    and Flink's `flink_modes` (default: all); writes cdc_results.json, .md and cdc_cost.png to
+    `out`. Fails, after writing them, where a finished run's table differs from the batch join."""
     file_changes = min(batch_sizes)
-    if any(size % file_changes for size in batch_sizes):
-        raise SystemExit(f"--batch-sizes: each must be a multiple of the smallest, {file_changes}")
+    check_batch_sizes(batch_sizes)
     out.mkdir(parents=True, exist_ok=True)
     results = []
     if warm_up:
@@ -125,6 +123,31 @@ def run_cdc(spark: SparkSession, names: list[str], changes: int, batch_sizes: li
     return results
 
 
+def check_batch_sizes(batch_sizes: list[int]) -> None:
+    if any(size % min(batch_sizes) for size in batch_sizes):
+        raise SystemExit(
+            f"--batch-sizes: each must be a multiple of the smallest, {min(batch_sizes)}")
+
+
+def rerun(spark: SparkSession, names: list[str], parts: list[str], out: Path, work: Path,
+          cap_seconds: float) -> None:
+    """`parts` of the run that wrote `out`'s results again on the workloads `names` (`state`:
+    the state runs, `flink`: Flink's peer), over the files it left in `work`; rewrites those
+    results."""
+    recorded = json.loads((out / "cdc_results.json").read_text())
+    for result in (r for r in recorded["results"] if r["workload"] in names):
+        folder = work / result["workload"]
+        spec = json.loads((folder / "spec.json").read_text())
+        if "state" in parts:
+            files = max(map(int, result["batch_sizes"])) // spec["parameters"]["changes_per_file"]
+            result["compacted_state"] = compacted_state(spark, spec, folder / "compacted_state",
+                                                        files, cap_seconds)
+        if "flink" in parts:
+            result["flink"] = flink_peer(folder, cap_seconds)
+        print(f"{result['workload']}: {parts} again", flush=True)
+    write_cdc(recorded["results"], out, spark.version)
+
+
 def run_batch_size(spark: SparkSession, spec: dict, folder: Path, files: int,
                    cap_seconds: float, noop_runs: int) -> dict:
     """The three runs over `files` files per table and trigger (the noop one `noop_runs` times,
@@ -150,6 +173,8 @@ def compacted_state(spark: SparkSession, spec: dict, folder: Path, files: int,
     """The multi-join's state bytes as Flink's are measured: an untimed run into noop whose
     RocksDB compacts at every commit, and its SST files after the last micro-batch (a timed
     run's SST files still hold the rows that later changes replaced, until RocksDB compacts)."""
+    # A checkpoint left by an earlier run would resume at its end and store nothing.
+    shutil.rmtree(folder, ignore_errors=True)
     with settings(spark, COMPACT_ON_COMMIT):
         run = run_one(spark, spec, folder, "multi_join", files, cap_seconds)
     return {key: run[key] for key in ("finished", "state_sst_bytes", "state_rows")}

@@ -70,7 +70,13 @@ def _free_port() -> int:
 
 
 def _folder_bytes(folder: Path) -> int:
-    return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+    total = 0
+    for path in folder.rglob("*"):
+        try:
+            total += path.stat().st_size if path.is_file() else 0
+        except FileNotFoundError:  # RocksDB compacts while the folder is read
+            pass
+    return total
 
 
 def _wait_settled(port: int, job: str, inputs: dict[str, list[str]], changes: int,
