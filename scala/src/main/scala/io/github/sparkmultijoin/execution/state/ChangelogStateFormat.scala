@@ -10,8 +10,8 @@ import org.apache.spark.unsafe.Platform
  * How a changelog join's state (and its ordering by row id) keeps the change last applied to a
  * row identity as a store value: one implementation per format, picked by the number the
  * operator records in its checkpoint ([[ChangelogStateFormat.recorded]]), as Spark's
- * stream-stream join picks its state format. A new query writes [[ChangelogStateFormat.Current]]
- * unless the session asks for an earlier one; a restart keeps the format its checkpoint has.
+ * stream-stream join picks its state format. A new query writes the one the session names
+ * (`multi-join.changelog-state-format`, the latest by default); a restart keeps its checkpoint's.
  *
  * Why a second format: RocksDB stores a value's bytes after compression, and a value of
  * several columns spends most of them on the row's envelope, not on the row: a null bitset,
@@ -46,9 +46,6 @@ sealed trait ChangelogStateFormat extends Serializable {
 
 object ChangelogStateFormat {
 
-  /** What a new query writes. */
-  val Current: ChangelogStateFormat = Packed
-
   val all: Seq[ChangelogStateFormat] = Seq(Fields, Packed)
 
   /**
@@ -59,11 +56,6 @@ object ChangelogStateFormat {
     all.find(_.version == version.getOrElse(Fields.version)).toRight(
       s"changelog state format ${version.get} is not one this version of spark-multijoin " +
         s"knows (it knows ${all.map(_.version).mkString(" and ")}): a later version wrote it")
-
-  /** The format numbered `version`, for a new query; fails naming the numbers there are. */
-  def forNewQuery(version: Int): ChangelogStateFormat = all.find(_.version == version).getOrElse(
-    throw new IllegalArgumentException(s"There is no changelog state format $version: the " +
-      s"formats are ${all.map(_.version).mkString(" and ")}."))
 
   /** The UnsafeRow of `width` columns whose bytes are `bytes`. */
   def bytesRow(bytes: Array[Byte], width: Int): UnsafeRow = {
@@ -116,7 +108,7 @@ object ChangelogStateFormat {
       new GenericInternalRow(Array[Any](entry(applied, batchId)))
 
     /** The binary a value of this format holds. */
-    def entry(applied: Applied, batchId: Long): Array[Byte] = {
+    private def entry(applied: Applied, batchId: Long): Array[Byte] = {
       val elements = applied.version.length
       require(elements <= MaxVersionElements,
         s"A row version has $elements elements; the " +
@@ -133,16 +125,15 @@ object ChangelogStateFormat {
       out
     }
 
-    def applied(value: UnsafeRow, width: Int): Applied = read(value.getBinary(0), width)
+    def applied(value: UnsafeRow, width: Int): Applied = read(value.getBinary(0), width)._1
 
     def currentRow(value: UnsafeRow, width: Int): Option[(UnsafeRow, Long)] = {
-      val bytes = value.getBinary(0)
-      val entry = read(bytes, width)
-      entry.row.map(row => (row, batchOf(bytes)))
+      val (applied, batchId) = read(value.getBinary(0), width)
+      applied.row.map(_ -> batchId)
     }
 
-    /** The change an entry holds; its row points into `bytes`. */
-    def read(bytes: Array[Byte], width: Int): Applied = {
+    /** The change an entry holds, and the batch that stored it; its row points into `bytes`. */
+    private def read(bytes: Array[Byte], width: Int): (Applied, Long) = {
       val trailerStart = bytes.length - 1 - (bytes(bytes.length - 1) & 0xff)
       val flags = bytes(bytes.length - 2) & 0xff
       val position = Array(trailerStart)
@@ -150,20 +141,14 @@ object ChangelogStateFormat {
         val zigzag = readVarLong(bytes, position)
         (zigzag >>> 1) ^ -(zigzag & 1)
       }
+      val batchId = readVarLong(bytes, position)
       val row = if ((flags & 2) == 0) None
       else {
         val row = new UnsafeRow(width)
         row.pointTo(bytes, Platform.BYTE_ARRAY_OFFSET, trailerStart)
         Some(row)
       }
-      Applied(version, flags & 1, row)
-    }
-
-    /** The batch an entry was stored by. */
-    def batchOf(bytes: Array[Byte]): Long = {
-      val position = Array(bytes.length - 1 - (bytes(bytes.length - 1) & 0xff))
-      (0 until ((bytes(bytes.length - 2) & 0xff) >>> 2)).foreach(_ => readVarLong(bytes, position))
-      readVarLong(bytes, position)
+      (Applied(version, flags & 1, row), batchId)
     }
 
     private def writeVarLong(out: java.io.ByteArrayOutputStream, value: Long): Unit = {
