@@ -2,11 +2,12 @@
 
 Each topic is read from its earliest offset, its values parsed into Debezium's envelope, and
 declared a changelog with `changelog.debezium` (the table's primary key the row id, the log
-position `source.lsn` the row version; tombstones are dropped). Orders JOIN order items, LEFT
-JOIN payments, LEFT JOIN shipments on the order id: one changelog join; that LEFT JOIN
-customers on the order's customer: a second, stacked on the first and taking its changes. An
-item, a payment or a shipment can move to another order, and an order to another customer: the
-join key is not the row id, so their changes go through the ordering step by row id first. The
+position `source.lsn` the row version; tombstones are dropped). The topics carry whole `before`
+images (REPLICA IDENTITY FULL) and each row's messages in order (keyed by the row id), so each
+is declared a full changelog (`full_before=True`). Orders JOIN order items, LEFT JOIN payments,
+LEFT JOIN shipments on the order id: one changelog join; that LEFT JOIN customers on the
+order's customer: a second, stacked on the first and taking its changes. An item, a payment or
+a shipment can move to another order: its update's `before` names the order it leaves. The
 select keeps every input's row id, the output identity that `changelog.delta_merge` MERGEs the
 change stream into the Delta table by, exactly once.
 
@@ -65,7 +66,8 @@ def changes(spark: SparkSession, bootstrap: str, table: Table,
               .option("subscribe", topic(table)).option("startingOffsets", "earliest"))
     if max_offsets:
         reader = reader.option("maxOffsetsPerTrigger", max_offsets)
-    return changelog.debezium(envelopes(reader.load(), table), row_id=table.key)
+    return changelog.debezium(envelopes(reader.load(), table), row_id=table.key,
+                              full_before=True)
 
 
 def start(spark: SparkSession, bootstrap: str, target: Path, checkpoint: Path,

@@ -29,12 +29,13 @@ def envelopes(spark: SparkSession, table: dict, files_per_trigger: int) -> DataF
 
 def changelog_join(spark: SparkSession, spec: dict, files_per_trigger: int) -> DataFrame:
     """The spec's SELECT over each table declared a Debezium changelog: the join's change
-    stream."""
+    stream. The files hold each row's changes in order with whole `before` images, as Flink's
+    `debezium-json` format, which reads the same files, assumes too."""
     from spark_multijoin import changelog
 
     for table in spec["tables"]:
         declared = changelog.debezium(envelopes(spark, table, files_per_trigger),
-                                      row_id=table["primary_key"])
+                                      row_id=table["primary_key"], full_before=True)
         declared.createOrReplaceTempView(table["name"])
     return spark.sql(spec["select"])
 

@@ -33,6 +33,9 @@ def run_and_check(spark, tmp_path, shape: ChangelogShape, changes, context: str)
     # A shape of L levels is L changelog joins, the ones over the first stacked.
     assert run.operator_count == shape.levels, context + "\n" + run.plan
     assert sorted(run.identity) == sorted(shape.identity()), context
+    # An input keyed outside its row id is ordered by row id, unless it is a full changelog.
+    assert run.ordering_count == sum(not (spec.id_holds_key or spec.full_changelog)
+                                     for spec in shape.inputs), context
     expected = expected_of_shape(spark, shape, changes, run.columns)
     check_changes(run.columns, run.identity, run.batches, expected, context)
     # The changes the rule ignores, and only those, are outdated: the lower join of a stacked

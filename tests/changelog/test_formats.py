@@ -93,6 +93,21 @@ def test_debezium_fails_on_a_message_it_cannot_apply(spark, message, error):
         shaped.changes.select("name").collect()
 
 
+def test_debezium_with_full_before_is_a_full_changelog_and_needs_before(spark):
+    """With `before` whole, an update's old image says the key the old version is under; an
+    update without it would leave that version there, so it fails."""
+    good = envelope("u", (1, "a"), (1, "b"), lsn=1)
+    messages = spark.createDataFrame([good, envelope("u", None, (2, "B"), lsn=2)], ENVELOPE)
+    assert not shape_debezium(messages, "id").full_changelog
+    shaped = shape_debezium(messages, "id", full_before=True)
+    assert shaped.full_changelog
+    with pytest.raises(Exception, match=re.escape(
+            "op 'u' has no `before` (full_before=True) (row id id=2)")):
+        shaped.changes.select("name").collect()
+    with pytest.raises(TypeError, match="full_before takes True or False"):
+        shape_debezium(messages, "id", full_before="yes")
+
+
 def test_debezium_refuses_bad_arguments(spark):
     messages = spark.createDataFrame([envelope("c", None, (1, "a"), lsn=1, ts_ms=2)], ENVELOPE)
     with pytest.raises(ValueError, match="row_id: the table .* no column `key`"):
@@ -182,6 +197,7 @@ def test_delta_cdf_rows_are_the_change_rows_as_they_are(spark):
     assert shaped.changes is df
     assert (shaped.row_id, shaped.row_version, shaped.consumed, shaped.format) == (
         ["id"], ["_commit_version"], ("_commit_timestamp",), "delta")
+    assert shaped.full_changelog  # whole pre-images, in commit order
     other = shape_delta_cdf(df.withColumn("seq", F.lit(1)), "id", row_version="seq")
     assert (other.row_version, other.consumed) == (["seq"],
                                                    ("_commit_version", "_commit_timestamp"))

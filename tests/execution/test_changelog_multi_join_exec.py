@@ -135,6 +135,21 @@ def test_a_bad_change_fails_naming_it(spark: SparkSession, tmp_path: Path, chang
         _run(spark, inputs, tmp_path / "checkpoint")
 
 
+def test_an_upsert_in_a_full_changelog_keyed_outside_its_row_id_fails(
+        spark: SparkSession, tmp_path: Path) -> None:
+    """A full changelog skips the ordering by row id, which alone finds an upsert's old key."""
+    inputs = Inputs(tmp_path / "in", SCHEMAS)
+    inputs.write_batch(0, 0, [_change("upsert", 1, oid=1, cid=10, amount=5)])
+    inputs.write_batch(1, 0, [])
+    frames = inputs.streams(spark)
+    orders = changelog.declare(frames[0], "oid", "v", full_changelog=True).alias("o")
+    customers = changelog.declare(frames[1], "cid", "v").alias("c")
+    joined = orders.join(customers, F.col("o.cid") == F.col("c.cid"), "left").select(
+        "o.oid", "o.amount", F.col("c.cid").alias("ccid"), "c.name")
+    with pytest.raises(StreamingQueryException, match=r"is an upsert, which has no old image"):
+        _run(spark, joined, tmp_path / "checkpoint")
+
+
 def test_a_restart_with_another_row_id_is_refused(spark: SparkSession, tmp_path: Path) -> None:
     inputs = Inputs(tmp_path / "in", SCHEMAS)
     inputs.write_batch(0, 0, [_change("insert", 1, oid=1, cid=10, amount=5)])

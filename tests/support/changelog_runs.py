@@ -39,6 +39,12 @@ class ChangelogRun:
     def operator_count(self) -> int:
         return len(re.findall(r"ChangelogMultiJoin input0 ", self.plan))
 
+    @property
+    def ordering_count(self) -> int:
+        """How many orderings by row id (stateful operators of their own) the query ran."""
+        return sum(entry.get("operatorName") == "changelogNormalize"
+                   for entry in self.progress[-1]["stateOperators"])
+
     def metric_total(self, key: str) -> int:
         """The custom metric `key` of every changelog join, summed over the micro-batches."""
         return sum(entry["customMetrics"][key] for progress in self.progress
@@ -55,7 +61,8 @@ def write_changes(root: Path, specs: list[ChangelogSpec],
 
 def declared_streams(spark: SparkSession, specs: list[ChangelogSpec], inputs: Inputs,
                      **options) -> list[DataFrame]:
-    return [changelog.declare(frame, row_id=spec.row_id, row_version=[VERSION], **options)
+    return [changelog.declare(frame, row_id=spec.row_id, row_version=[VERSION],
+                              **{"full_changelog": getattr(spec, "full_changelog", False), **options})
             for spec, frame in zip(specs, inputs.streams(spark))]
 
 

@@ -13,7 +13,7 @@ final select keeps every row id.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -39,6 +39,7 @@ class ChangelogShape:
     def describe(self) -> str:
         inputs = ", ".join(f"{i}:{spec.key}{'/upsert' if spec.upsert else ''}"
                            f"{'/id+key' if spec.id_holds_key else ''}"
+                           f"{'/full' if spec.full_changelog else ''}"
                            for i, spec in enumerate(self.inputs))
         return (f"inputs [{inputs}] kinds={self.kinds[1:]} parents={self.parents[1:]} "
                 f"input_filters={self.input_filters} above_filter={self.above_filter!r} "
@@ -76,8 +77,8 @@ def random_changelog_shape(rng: random.Random) -> ChangelogShape:
     inputs = []
     for i in range(n):
         upsert = rng.random() < 0.3
-        inputs.append(ChangelogSpec(i, "k" if i < first else "p", upsert,
-                                    id_holds_key=rng.random() < (0.5 if upsert else 0.2)))
+        id_holds_key = rng.random() < (0.5 if upsert else 0.2)
+        inputs.append(ChangelogSpec(i, "k" if i < first else "p", upsert, id_holds_key))
     kinds, parents = [""], [0]
     _random_level(rng, range(1, first), list(range(first)), kinds, parents)
     if first < n:
@@ -85,9 +86,13 @@ def random_changelog_shape(rng: random.Random) -> ChangelogShape:
                       kinds, parents)
     filters = {i: rng.choice([f"w{i} >= 1", f"w{i} <> 2", f"v{i} < 7", f"p{i} <> 1"])
                for i in range(n) if rng.random() < 0.35}
-    return ChangelogShape(inputs, kinds, parents, filters, _above_filter(rng, n),
-                          _above_filter(rng, first) if first < n else None,
-                          _select(rng, inputs), rng.randint(4, 5))
+    shape = ChangelogShape(inputs, kinds, parents, filters, _above_filter(rng, n),
+                           _above_filter(rng, first) if first < n else None,
+                           _select(rng, inputs), rng.randint(4, 5))
+    # Drawn last, so that the shapes drawn before full changelogs were are drawn still.
+    shape.inputs = [replace(spec, full_changelog=not spec.upsert and rng.random() < 0.5)
+                    for spec in inputs]
+    return shape
 
 
 def _random_level(rng: random.Random, joined: range, members: list[int], kinds: list[str],

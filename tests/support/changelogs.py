@@ -5,7 +5,9 @@ An input i has columns id<i> (row id), k<i> (the key of the joins below), p<i> (
 join stacked over them), w<i> (a column filters read) and v<i>, then the change columns `ver`
 and `_change_type`. Its row id is id<i>, or id<i> and its join key. A CDF input changes by
 insert, update_preimage + update_postimage (at one version) and delete; an upsert input by
-upsert and delete (which carries its row id alone).
+upsert and delete (which carries its row id alone). A CDF input declared a full changelog never
+inserts a row live under another key (it deletes it there first) and delivers no change after a
+newer one of its row, though it may deliver a change again.
 
 The model is the rule of the issue, kept apart from the operator's code: a change applies if its
 (version, rank) is greater than the last applied one of its identity (removes rank 0, puts 1),
@@ -32,6 +34,8 @@ class ChangelogSpec:
     key: str
     upsert: bool = False
     id_holds_key: bool = False  # the row id is id<i> and the join key; otherwise id<i>
+    # Declared a full changelog: removals carry the old row, and changes arrive in order.
+    full_changelog: bool = False
 
     def column(self, name: str) -> str:
         return f"{name}{self.index}"
@@ -115,7 +119,7 @@ def random_changes(rng: random.Random, spec: ChangelogSpec, n_batches: int) -> C
         for entity in range(source.n_entities):
             for _ in range(rng.choice([0, 0, 1, 1, 1, 2])):
                 rows = source.event(entity)
-                late = b < n_batches - 1 and rng.random() < 0.15
+                late = b < n_batches - 1 and rng.random() < 0.15 and not spec.full_changelog
                 batches[rng.randint(b + 1, n_batches - 1) if late else b] += rows
         delivered = [row for batch in batches[:b + 1] for row in batch]
         for _ in range(rng.choice([0, 0, 1, 2])):
@@ -185,7 +189,8 @@ class _Source:
             return [self._change(row, "delete")], None
         if draw < 0.22:  # an insert of a live row: an upsert, maybe under another key
             new = self._new_row(entity, self._key())
-            if self.spec.id_holds_key and new[self.spec.key_column] != row[self.spec.key_column]:
+            whole = self.spec.id_holds_key or self.spec.full_changelog
+            if whole and new[self.spec.key_column] != row[self.spec.key_column]:
                 return [self._change(row, "delete"), self._change(new, "insert")], new
             return [self._change(new, "insert")], new
         new = self._changed(row)

@@ -24,12 +24,13 @@ class Shaped(NamedTuple):
     row_version: list[str]
     consumed: tuple[str, ...]
     format: str
+    full_changelog: bool = False
 
 
 def declared(shaped: Shaped) -> DataFrame:
     return declare(shaped.changes, shaped.row_id, shaped.row_version,
                    change_type=CHANGE_TYPE_COLUMN, consumed=shaped.consumed,
-                   format=shaped.format)
+                   format=shaped.format, full_changelog=shaped.full_changelog)
 
 
 def checked_frame(df: object) -> DataFrame:

@@ -29,8 +29,11 @@ DEFAULT_VERSIONS = ("source.lsn", "ts_ms")
 
 
 def shape_debezium(df: DataFrame, row_id: str | Sequence[str],
-                   row_version: str | Sequence[str] | None = None) -> Shaped:
+                   row_version: str | Sequence[str] | None = None,
+                   full_before: bool = False) -> Shaped:
     df = checked_frame(df)
+    if not isinstance(full_before, bool):
+        raise TypeError(f"full_before takes True or False, not {full_before!r}")
     same = same_name(df)
     if field_type(df.schema, "op", same) is None:
         raise ValueError("df has no column `op`: debezium takes Debezium's envelope as columns "
@@ -43,13 +46,13 @@ def shape_debezium(df: DataFrame, row_id: str | Sequence[str],
     not_taken([f.name for f in table.fields], [CHANGE_TYPE_COLUMN, *names], "the table")
     # A filter, not a column, carries the error: a column the query does not read could be
     # pruned away with its error, a filter cannot.
-    changes = (df.where(_applicable(ids))
+    changes = (df.where(_applicable(ids, full_before))
                .select(F.explode(_changes()).alias("_change"),
                        *[path_column.alias(name) for name, path_column in versions]))
     image = F.col("_change").getField("image")
     rows = changes.select(*[image.getField(f.name).alias(f.name) for f in table.fields],
                           F.col("_change").getField("kind").alias(CHANGE_TYPE_COLUMN), *names)
-    return Shaped(rows, ids, names, (), "debezium")
+    return Shaped(rows, ids, names, (), "debezium", full_changelog=full_before)
 
 
 def _table(df: DataFrame, same: Callable[[str, str], bool]) -> StructType:
@@ -93,13 +96,15 @@ def _versions(df: DataFrame, same: Callable[[str, str], bool],
     return [("_" + path.replace(".", "_"), column(path)) for path in paths]
 
 
-def _applicable(ids: list[str]) -> Column:
+def _applicable(ids: list[str], full_before: bool) -> Column:
     """False for a tombstone, true for a message to apply, and an error for one that cannot be
     applied: dropped, it would leave the join's rows silently wrong."""
     op, before, after = F.col("op"), F.col("before"), F.col("after")
+    removes = ["d", "u"] if full_before else ["d"]
     problem = (F.when(~op.isin(*OPS), F.lit("is none of c, r, u, d"))
                .when(op.isin("c", "r", "u") & after.isNull(), F.lit("has no `after`"))
-               .when((op == "d") & before.isNull(), F.lit("has no `before`")))
+               .when(op.isin(*removes) & before.isNull(),
+                     F.lit("has no `before`" + (" (full_before=True)" if full_before else ""))))
     message = F.concat(F.lit("debezium: a message with op '"), op, F.lit("' "), problem,
                        F.lit(" (row id "), _shown_id(ids),
                        F.lit("), so it cannot be applied; filter it out if expected"))

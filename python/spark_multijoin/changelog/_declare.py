@@ -24,7 +24,7 @@ def _names(argument: str, value: str | Sequence[str]) -> list[str]:
 
 def declare(df: DataFrame, row_id: str | Sequence[str], row_version: str | Sequence[str], *,
             change_type: str = CHANGE_TYPE_COLUMN, consumed: Sequence[str] = (),
-            format: str = "changelog") -> DataFrame:
+            format: str = "changelog", full_changelog: bool = False) -> DataFrame:
     """`df`, a stream of change rows, declared a changelog input of a multi-join.
 
     Each row is a change of the row whose identity is `row_id` (the primary key): its
@@ -33,9 +33,18 @@ def declare(df: DataFrame, row_id: str | Sequence[str], row_version: str | Seque
     columns but the change columns (`change_type`, `row_version` and `consumed`): it reads as
     the input's current rows, which a join of it keeps up to date. `format` names where the
     changes come from, for EXPLAIN and the errors.
+
+    `full_changelog=True` says that the changes are a full changelog, as Delta's change data
+    feed is: every removal (`update_preimage`, `delete`) carries the row's whole old image, and
+    a row's changes arrive in version order (a change may come again, but none comes first
+    after a newer one of its row). An input joined on a key outside its row id then skips the
+    ordering by row id, as its removals say under which key the old version is; an `upsert`
+    change of it fails the query. Declared wrongly, the join's answer can be wrong.
     """
+    if not isinstance(full_changelog, bool):
+        raise TypeError(f"full_changelog takes True or False, not {full_changelog!r}")
     jvm = df.sparkSession._jvm  # type: ignore[attr-defined]
     declared = jvm.io.github.sparkmultijoin.Changelogs.declare(
         df._jdf, _names("row_id", row_id), _names("row_version", row_version),
-        change_type, list(consumed), format)
+        change_type, list(consumed), format, full_changelog)
     return DataFrame(declared, df.sparkSession)

@@ -40,7 +40,9 @@ def delta_cdf(df: DataFrame, row_id: str | Sequence[str], *,
     Its rows are the change rows as they are: `_change_type` is already one of Delta's
     `insert`, `update_preimage`, `update_postimage`, `delete`. `row_version` defaults to
     `_commit_version`; `_commit_version` and `_commit_timestamp` are left out of the current
-    rows. `row_id` is the table's primary key. A ValueError names a column `df` lacks.
+    rows. `row_id` is the table's primary key. A ValueError names a column `df` lacks. The
+    feed's pre-images and deletes are whole rows and come in commit order, so it is declared a
+    full changelog (`declare`).
     """
     return declared(shape_delta_cdf(df, row_id, row_version))
 
@@ -59,11 +61,12 @@ def shape_delta_cdf(df: DataFrame, row_id: str | Sequence[str],
     integers("row_version", [(v, df.schema[v].dataType) for v in versions])
     consumed = tuple(name for name in DELTA_COLUMNS[1:] if name not in versions)
     ids_apart(ids, [*versions, *DELTA_COLUMNS])
-    return Shaped(df, ids, versions, consumed, "delta")
+    return Shaped(df, ids, versions, consumed, "delta", full_changelog=True)
 
 
 def debezium(df: DataFrame, row_id: str | Sequence[str], *,
-             row_version: str | Sequence[str] | None = None) -> DataFrame:
+             row_version: str | Sequence[str] | None = None,
+             full_before: bool = False) -> DataFrame:
     """`df`, a stream of Debezium change events, declared a changelog of the table they change.
 
     `df` has Debezium's envelope as columns (the message value parsed, e.g. with `from_json`):
@@ -83,8 +86,14 @@ def debezium(df: DataFrame, row_id: str | Sequence[str], *,
     defaults to `source.lsn` where `source` has it (PostgreSQL), else to `ts_ms` (the
     connector's time in milliseconds: two changes of a row within one millisecond are then
     unordered, so give a finer version where the database has one). They are integers.
+
+    `full_before=True` says that `before` is always the whole old row (PostgreSQL's REPLICA
+    IDENTITY FULL, MySQL's `binlog_row_image=FULL`) and that each row's messages arrive in
+    order (a topic keyed by the row id, as Debezium writes it), as Flink's `debezium-json`
+    format assumes: the input is then declared a full changelog (`declare`), and a `u`
+    without `before` fails the query. Leave it off where `before` may hold only the key.
     """
-    return declared(shape_debezium(df, row_id, row_version))
+    return declared(shape_debezium(df, row_id, row_version, full_before))
 
 
 def upsert(df: DataFrame, row_id: str | Sequence[str], *,

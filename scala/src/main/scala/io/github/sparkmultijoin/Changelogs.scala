@@ -24,6 +24,8 @@ object Changelogs {
    * @param changeType the column of the change type (`ChangeTypes`)
    * @param consumed   other change columns to leave out of the current rows
    * @param format     where the changes come from (EXPLAIN and the errors name it)
+   * @param fullChangelog whether every removal carries the row's whole old image and a row's
+   *                      changes arrive in version order
    */
   def declare(
       frame: DataFrame,
@@ -31,7 +33,8 @@ object Changelogs {
       rowVersion: java.util.List[String],
       changeType: String,
       consumed: java.util.List[String],
-      format: String): DataFrame = {
+      format: String,
+      fullChangelog: Boolean): DataFrame = {
     val plan = frame.asInstanceOf[classic.Dataset[_]].queryExecution.analyzed
     if (!plan.isStreaming) throw new ChangelogJoinException(s"The $format changelog is not a " +
       "stream: a changelog input is a stream of changes (readStream); a table's current rows " +
@@ -54,7 +57,7 @@ object Changelogs {
     if (kind.dataType != StringType) throw new ChangelogJoinException(s"The change type " +
       s"`${kind.name}` of the $format changelog is ${kind.dataType.sql}, not STRING.")
     val input = ChangelogInput(ids, versions, kind,
-      consumed.asScala.toSeq.map(column("consumed columns")), format, plan)
+      consumed.asScala.toSeq.map(column("consumed columns")), format, fullChangelog, plan)
     ids.filterNot(input.output.contains).foreach { id =>
       throw new ChangelogJoinException(
         s"The row id `${id.name}` of the $format changelog is one of its change columns.")

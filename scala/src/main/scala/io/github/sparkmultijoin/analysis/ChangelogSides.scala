@@ -1,11 +1,11 @@
 package io.github.sparkmultijoin.analysis
 
-import io.github.sparkmultijoin.logical.{ChangelogInput, ChangelogJoin, ChangelogNormalize}
+import io.github.sparkmultijoin.logical.{ChangeTypes, ChangelogInput, ChangelogJoin, ChangelogNormalize}
 import io.github.sparkmultijoin.model.JoinTree
 
-import org.apache.spark.sql.catalyst.expressions.{Alias, AliasHelper, And, Attribute, AttributeSet, Cast, Coalesce, CreateArray, Expression, Literal, NamedExpression}
+import org.apache.spark.sql.catalyst.expressions.{Alias, AliasHelper, And, Attribute, AttributeSet, Cast, Coalesce, CreateArray, EqualTo, Expression, If, Literal, NamedExpression, RaiseError}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, Project, SubqueryAlias, View}
-import org.apache.spark.sql.types.LongType
+import org.apache.spark.sql.types.{LongType, StringType}
 
 /**
  * A side of a join of changelogs: a changelog input, or a changelog join, under the
@@ -55,20 +55,39 @@ private[analysis] object ChangelogSides extends AliasHelper {
     }
     val current = columns.filterNot(c => hidden.exists(_.exprId == c.exprId))
     checkReads(current ++ side.filter, hidden, format)
-    val passes = Coalesce(Seq(side.filter.getOrElse(Literal.TrueLiteral), Literal.FalseLiteral))
-    val changeColumns = (changes :+ passes).zip(ChangelogJoin.InputChangeColumns).map {
-      case (expression, name) => Alias(expression, name)()
-    }
     val ids = rowId.map(id => currentRowId(id, current, format))
-    val inputChanges = Project(current ++ changeColumns, raw)
     // A row of an input keyed otherwise than by its row id can move between keys.
     val movable = !side.base.isInstanceOf[ChangelogJoin] &&
       !key.forall(_.references.forall(k => ids.exists(_.exprId == k.exprId)))
+    val fullChangelog = side.base match {
+      case input: ChangelogInput => input.fullChangelog
+      case _ => false
+    }
+    val passes = Coalesce(Seq(side.filter.getOrElse(Literal.TrueLiteral), Literal.FalseLiteral))
+    val kind = if (movable && fullChangelog) withoutUpserts(changes.head, format) else changes.head
+    val changeColumns = (kind +: changes.tail :+ passes).zip(ChangelogJoin.InputChangeColumns)
+      .map { case (expression, name) => Alias(expression, name)() }
+    val inputChanges = Project(current ++ changeColumns, raw)
     ChangelogJoin(
-      Seq(if (movable) ChangelogNormalize(ids, keyColumns(key, current), format, inputChanges)
-      else inputChanges),
+      Seq(if (movable && !fullChangelog) {
+        ChangelogNormalize(ids, keyColumns(key, current), format, inputChanges)
+      } else inputChanges),
       Seq(current.length), Seq(ids), Seq(format), Seq(key), None,
       JoinTree.inner(1), Seq(Literal.TrueLiteral), None, Nil)
+  }
+
+  /**
+   * The change type of a movable input that is a full changelog, which therefore skips the
+   * ordering by row id: each removal goes to its old key, as its image says. An upsert has no
+   * old image, so it would leave the row's old version where it was; it fails instead.
+   */
+  private def withoutUpserts(kind: Expression, format: String): Expression = {
+    val message = s"A change of a $format input is an upsert, which has no old image, but the " +
+      "input was declared a full changelog and joins on a key outside its row id, so the " +
+      "upsert could leave the row's old version under its old key. Declare it without " +
+      "full_changelog (the ordering by row id then finds the old version)."
+    If(EqualTo(kind, Literal(ChangeTypes.Upsert)), Cast(RaiseError(Literal(message)), StringType),
+      kind)
   }
 
   /** A side's base as its changes: their plan, row id, change type and version, format. */

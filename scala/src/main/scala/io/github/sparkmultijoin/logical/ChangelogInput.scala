@@ -17,6 +17,10 @@ import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
  * @param changeType the change type (`ChangeTypes`)
  * @param consumed   other columns of the changes that the current rows do not have
  * @param format     where the changes come from, as EXPLAIN and the errors name it
+ * @param fullChangelog whether the changes are a full changelog: every removal
+ *                      (`update_preimage`, `delete`) carries the row's whole old image, and a
+ *                      row's changes arrive in version order (a change may come again, none
+ *                      comes first after a newer one), as Delta's change data feed's do
  */
 case class ChangelogInput(
     rowId: Seq[Attribute],
@@ -24,6 +28,7 @@ case class ChangelogInput(
     changeType: Attribute,
     consumed: Seq[Attribute],
     format: String,
+    fullChangelog: Boolean,
     child: LogicalPlan) extends UnaryNode {
 
   def changeColumns: AttributeSet = AttributeSet(rowVersion ++ (changeType +: consumed))

@@ -12,7 +12,10 @@ import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
  * column of its row id, a row can move between keys, and its changes under two keys meet only
  * by row id: a change without an old image (an upsert), an insert of a row live under another
  * key, or a key move that arrives after a newer one would otherwise leave the row under its old
- * key too. Its children and output are a changelog join's input changes ([[ChangelogJoin]]).
+ * key too. A full changelog (Delta's change data feed) needs none of it: each removal carries
+ * the old row, so it goes to the key the old version is under, and as a row's changes arrive in
+ * order, the version rule kept per key reads each key's changes as it reads them by row id.
+ * Its children and output are a changelog join's input changes ([[ChangelogJoin]]).
  *
  * @param rowId      the row id columns, among the current row's
  * @param keyColumns the current row's columns that the join key reads: with the row id, all that
