@@ -115,7 +115,7 @@ def add_cdc_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also run Flink (MultiJoin on the heap and in RocksDB, binary "
                         "joins, scan only) on the keyed workloads' files (needs the flink extra)")
     parser.add_argument("--again", default="", metavar="PARTS",
-                        help="--cdc: only these parts again (state, flink), over the files the "
+                        help="--cdc: only these parts again (spark, state, flink), over the files the "
                         "run that wrote --out's results left in --work; rewrites those results")
     parser.add_argument("--flink-modes", default=None, metavar="MODES",
                         help="--cdc --flink: only these of Flink's modes, comma-separated "
