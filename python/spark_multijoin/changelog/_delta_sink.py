@@ -59,11 +59,15 @@ def delta_merge(target: str, *, path: bool = False, row_id: str | Sequence[str] 
     """
     table = f"delta.{_quoted(target)}" if path else target
     explicit = None if row_id is None else _names("row_id", row_id)
+    created = False
 
     def write(batch: DataFrame, batch_id: int) -> None:
+        nonlocal created
         identity = output_identity(batch.schema, explicit)
         writer = app_id or _query_id(batch.sparkSession)
-        _create_if_absent(batch, target, path)
+        if not created:  # once per start of the query: it asks the catalog or the log
+            _create_if_absent(batch, target, path)
+            created = True
         _merge_once(batch, table, identity, writer, batch_id)
 
     return write
