@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from spark_multijoin import configure_spark_with_multijoin
-from support.line_share import runs_one_line_tests
+from support.line_share import runs_one_line_tests, runs_shared_test
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -24,6 +24,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             if wanted is None or ("spark" in getattr(item, "fixturenames", ())) == (wanted == "yes")]
     if not runs_one_line_tests():
         keep = [item for item in keep if item.get_closest_marker("one_line") is None]
+    keep = [item for item in keep if item.get_closest_marker("line_shared") is None
+            or runs_shared_test(item.nodeid)]
     config.hook.pytest_deselected(items=[item for item in items if item not in keep])
     items[:] = keep
 

@@ -51,6 +51,7 @@ def test_random_changelog_join_matches_the_batch_query(spark, tmp_path, seed):
     run_and_check(spark, tmp_path, shape, changes, f"seed {seed}: {shape.describe()}")
 
 
+@pytest.mark.line_shared
 def test_right_join_of_a_join_with_an_outer_input(spark, tmp_path):
     """c RIGHT JOIN (a LEFT JOIN b): the preserved side is a changelog join that has an outer
     input already (seed 2 of the random test, reduced)."""
@@ -108,6 +109,7 @@ def ten_way_left_join(frames):
     return joined
 
 
+@pytest.mark.line_shared
 def test_ten_way_left_join_of_upserts_is_one_operator(spark, tmp_path):
     rng = random.Random(10)
     specs = [KeyedUpserts(i) for i in range(10)]

@@ -6,6 +6,7 @@ id: docs/changelog-joins.md). The random streams hold such cases too; these are 
 
 from __future__ import annotations
 
+import pytest
 from pyspark.sql import functions as F
 
 from support.changelog_runs import (check_changes, declared_streams, expected_tables,
@@ -37,6 +38,7 @@ OUT_OF_ORDER = [
 ]
 
 
+@pytest.mark.line_shared
 def test_changes_out_of_order_across_keys_follow_the_version_rule(spark, tmp_path):
     changes = [OUT_OF_ORDER, [[change(1, key, key, 1, "insert") for key in range(3)], [], []]]
     inputs = write_changes(tmp_path / "inputs", INPUTS, changes)

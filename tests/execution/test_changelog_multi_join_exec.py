@@ -78,6 +78,7 @@ def _batch_query(spark: SparkSession, orders: list[tuple], customers: list[tuple
     return set(map(tuple, joined.select("o.oid", "o.amount", "c.cid", "c.name").collect()))
 
 
+@pytest.mark.line_shared
 def test_duplicates_and_late_changes_apply_once(spark: SparkSession, tmp_path: Path) -> None:
     inputs = Inputs(tmp_path / "in", SCHEMAS)
     inputs.write_batch(0, 0, [_change("insert", 1, oid=1, cid=10, amount=5),
@@ -97,6 +98,7 @@ def test_duplicates_and_late_changes_apply_once(spark: SparkSession, tmp_path: P
     assert metrics["numIdempotentChanges"] == 2
 
 
+@pytest.mark.line_shared
 def test_an_upsert_moving_a_row_to_another_key(spark: SparkSession, tmp_path: Path) -> None:
     """An upsert has no old image: the row's old key is known only by its row id."""
     inputs = Inputs(tmp_path / "in", ["oid int, cid int, amount int, partition int, offset long",
@@ -126,6 +128,7 @@ def test_an_upsert_moving_a_row_to_another_key(spark: SparkSession, tmp_path: Pa
     (_change("merge", 1, oid=3, cid=10, amount=1), r"row id \[oid=3\] has the type 'merge'"),
     ({"oid": 4, "cid": 10, "_change_type": "insert"}, r"row id \[oid=4\] has a null row version"),
 ])
+@pytest.mark.line_shared
 def test_a_bad_change_fails_naming_it(spark: SparkSession, tmp_path: Path, change: dict,
                                       says: str) -> None:
     inputs = Inputs(tmp_path / "in", SCHEMAS)
@@ -135,6 +138,7 @@ def test_a_bad_change_fails_naming_it(spark: SparkSession, tmp_path: Path, chang
         _run(spark, inputs, tmp_path / "checkpoint")
 
 
+@pytest.mark.line_shared
 def test_an_upsert_in_a_full_changelog_keyed_outside_its_row_id_fails(
         spark: SparkSession, tmp_path: Path) -> None:
     """A full changelog skips the ordering by row id, which alone finds an upsert's old key."""
@@ -169,6 +173,7 @@ def test_a_restart_with_another_row_id_is_refused(spark: SparkSession, tmp_path:
         query.processAllAvailable()
 
 
+@pytest.mark.line_shared
 def test_read_state_shows_the_live_rows(spark: SparkSession, tmp_path: Path) -> None:
     inputs = Inputs(tmp_path / "in", SCHEMAS)
     inputs.write_batch(0, 0, [_change("insert", 1, oid=1, cid=10, amount=5),

@@ -64,6 +64,7 @@ def test_random_outer_tree_matches_the_batch_query(spark, tmp_path, seed, store)
     assert multi.state_rows("multiJoin") == [2 * n_inputs], tree.describe()
 
 
+@pytest.mark.line_shared
 def test_left_and_full_outer_star_matches_spark_chain(spark, tmp_path):
     """Two LEFT OUTER joins, then a FULL OUTER one, each time dropped after its join: a shape
     Spark's chain runs."""
@@ -83,6 +84,7 @@ def test_left_and_full_outer_star_matches_spark_chain(spark, tmp_path):
     assert sum(padded) == sum(n for row, n in expected.items() if None in row) > 0
 
 
+@pytest.mark.line_shared
 def test_right_outer_join_is_a_swapped_left_outer_join(spark, tmp_path):
     inputs = timed_inputs(tmp_path / "inputs", random.Random(31), 3, n_batches=4,
                           rows_per_batch=6, n_keys=5)
@@ -102,6 +104,7 @@ def test_right_outer_join_is_a_swapped_left_outer_join(spark, tmp_path):
     assert multi.rows == expected
 
 
+@pytest.mark.line_shared
 def test_on_clause_reading_a_padded_input_key_matches_the_batch_query(spark, tmp_path):
     """Regression: c's ON clause equates c.k to b.k, which is null where b is padded, so an `a`
     row no b row matches joins no c row either: (a, null, null), never (a, null, c)."""
@@ -129,6 +132,7 @@ def test_on_clause_reading_a_padded_input_key_matches_the_batch_query(spark, tmp
     assert without_far_rows(multi.rows) == expected
 
 
+@pytest.mark.line_shared
 def test_outer_join_whose_padded_rows_a_later_inner_join_rejects_fuses(spark, tmp_path):
     """a LEFT b, LEFT c ON c.k = b.k, then d inner on c's key: Spark makes c's join inner, whose
     condition then rejects b's padded rows, and leaves b's join LEFT OUTER under it. The rule
@@ -154,6 +158,7 @@ def test_outer_join_whose_padded_rows_a_later_inner_join_rejects_fuses(spark, tm
     assert without_far_rows(multi.rows) == expected
 
 
+@pytest.mark.line_shared
 def test_shapes_a_multi_join_cannot_run_stay_with_spark(spark, tmp_path):
     inputs = timed_inputs(tmp_path / "inputs", random.Random(1), 3, n_batches=2)
     frames = [frame.withWatermark(f"t{i}", DELAY)

@@ -79,6 +79,7 @@ def test_random_chain_on_the_in_memory_store(spark, tmp_path, seed):
     assert multi.state_rows("multiJoin") == [stored_rows(shape, inputs)]
 
 
+@pytest.mark.line_shared
 def test_fan_out_state_is_the_input_rows(spark, tmp_path):
     """The design's fan-out shape (1, 10, 10, 2 rows per key): Spark's chain stores far more."""
     fan_outs = [1, 10, 10, 2]
@@ -96,6 +97,7 @@ def test_fan_out_state_is_the_input_rows(spark, tmp_path):
     assert sum(chain.state_rows("symmetricHashJoin")) > 5 * input_rows
 
 
+@pytest.mark.line_shared
 def test_condition_on_keys_of_one_input_and_composite_keys(spark, tmp_path):
     """a.k = b.k AND b.k = b.j AND b.j = c.k: b's two columns are in the key's class."""
     inputs = Inputs(tmp_path / "inputs", ["k int, x int", "k2 int, j int", "k3 int, y int"])

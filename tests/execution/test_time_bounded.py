@@ -25,6 +25,7 @@ from support.line_share import seeds
 from support.spark_lines import several_event_times_error
 
 
+@pytest.mark.line_shared
 def test_general_shape_fails_in_spark_and_runs_here(spark, tmp_path):
     """b is bounded by a, c by b: Spark's chain rejects it, the multi-join matches the batch."""
     inputs = timed_inputs(tmp_path / "inputs", random.Random(5), 3, n_batches=4)
@@ -69,6 +70,7 @@ def test_random_time_bounded_chain(spark, tmp_path, seed, store):
         assert chain.finish().rows == multi.rows, description
 
 
+@pytest.mark.line_shared
 def test_late_rows_of_the_first_joins_inputs_are_dropped_as_in_spark(spark, tmp_path):
     inputs = timed_inputs(tmp_path / "inputs", random.Random(9), 3, n_batches=4)
     add_late_rows(inputs, late_inputs=[0, 1])
@@ -80,6 +82,7 @@ def test_late_rows_of_the_first_joins_inputs_are_dropped_as_in_spark(spark, tmp_
     assert multi.state_metric_total(dropped) == chain.state_metric_total(dropped) == 8
 
 
+@pytest.mark.line_shared
 def test_late_rows_of_every_input_are_dropped_by_the_watermark(spark, tmp_path):
     """One operator, one watermark: a late row of any input is dropped and counted.
 
@@ -97,6 +100,7 @@ def test_late_rows_of_every_input_are_dropped_by_the_watermark(spark, tmp_path):
     assert multi.state_metric_total(dropped) == 4 * len(late_inputs)
 
 
+@pytest.mark.line_shared
 def test_state_stays_flat_on_a_long_stream(spark, tmp_path):
     n_batches = 10
     inputs = timed_inputs(tmp_path / "inputs", random.Random(3), 3, n_batches=n_batches)
@@ -111,6 +115,7 @@ def test_state_stays_flat_on_a_long_stream(spark, tmp_path):
     assert multi.rows == batch_rows(spark, inputs, build)
 
 
+@pytest.mark.line_shared
 def test_windowed_aggregation_after_the_join_sees_every_row(spark, tmp_path):
     """The output watermark keeps rows the join still emits from being late downstream."""
     inputs = timed_inputs(tmp_path / "inputs", random.Random(21), 3, n_batches=5)
@@ -129,6 +134,7 @@ def test_windowed_aggregation_after_the_join_sees_every_row(spark, tmp_path):
     assert multi.rows == expected - far_windows
 
 
+@pytest.mark.line_shared
 def test_stream_on_another_column_joined_above_by_spark_sees_no_late_rows(spark, tmp_path):
     """A star on t0: inputs 1 and 2 on k, input 3 between them on v. Inputs 0, 1 and 2 fuse;
     Spark's join of input 3 above the multi-join checks its rows against the multi-join's output

@@ -16,6 +16,7 @@ from support.generators import keyed_inputs, mixed_key_chain
 from support.runs import batch_rows, explain, run_chain_and_multi, run_stream, session_conf
 
 
+@pytest.mark.line_shared
 @pytest.mark.parametrize("max_tables, multi_joins, binary_joins", [(3, 2, 0), (4, 1, 1)])
 def test_a_chain_split_by_max_tables_gives_the_batch_answer(spark, tmp_path, max_tables,
                                                            multi_joins, binary_joins):
@@ -27,6 +28,7 @@ def test_a_chain_split_by_max_tables_gives_the_batch_answer(spark, tmp_path, max
     assert multi.rows == batch_rows(spark, inputs, join_on_k)
 
 
+@pytest.mark.line_shared
 @pytest.mark.parametrize("seed, n_on_j", [(0, 1), (1, 3), (2, 3)])
 def test_key_groups_and_static_inputs_anywhere_fuse_a_multi_join_per_group(
         spark, tmp_path, seed, n_on_j):
@@ -45,6 +47,7 @@ def test_key_groups_and_static_inputs_anywhere_fuse_a_multi_join_per_group(
     assert chain.symmetric_join_count == 2 + n_on_j, chain.plan
 
 
+@pytest.mark.line_shared
 def test_the_multi_join_hint_fuses_a_running_query_while_the_conf_is_off(spark, tmp_path):
     inputs = keyed_inputs(tmp_path / "inputs", 3)
 
@@ -57,6 +60,7 @@ def test_the_multi_join_hint_fuses_a_running_query_while_the_conf_is_off(spark, 
     assert multi.rows == batch_rows(spark, inputs, build)
 
 
+@pytest.mark.line_shared
 def test_a_static_input_joined_after_the_chain_gives_the_batch_answer(spark, tmp_path):
     inputs = keyed_inputs(tmp_path / "inputs", 3)
     static = spark.createDataFrame([(key, key * 10) for key in range(5)], "k int, w int")

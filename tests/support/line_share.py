@@ -6,9 +6,11 @@ runs a share of the seeds, a different share per line (seed modulo the number of
 every line meets every seed once and stays within its time budget, while each line still meets
 many random shapes.
 
-The tests marked `one_line` check the Python front end (the command line, the advisor, the
-examples, the benchmark's smoke run) or a kill that goes through the same code on every line;
-they run on the newest supported line only.
+The tests marked `line_shared` are the hand-written cases of that same logic (a shape, an edge
+of the semantics) that meet no per-line code the seeds do not: each runs on one line, picked by
+its id, so that a run of every line meets each once. The tests marked `one_line` check the
+Python front end (the command line, the advisor, the examples, the benchmark's smoke run) or a
+kill that goes through the same code on every line; they run on the newest supported line only.
 
 SPARK_MULTIJOIN_FULL_RUN=1 runs every seed and every test on any line.
 """
@@ -16,6 +18,7 @@ SPARK_MULTIJOIN_FULL_RUN=1 runs every seed and every test on any line.
 from __future__ import annotations
 
 import os
+import zlib
 from pathlib import Path
 from typing import Iterable
 
@@ -42,6 +45,16 @@ def runs_one_line_tests() -> bool:
     everything."""
     share = _share()
     return share is None or share[0] == share[1] - 1
+
+
+def runs_shared_test(test_id: str) -> bool:
+    """Whether this line runs the `line_shared` test `test_id` (a pytest node id): one line
+    each, by a hash of the id that is the same in every process."""
+    share = _share()
+    if share is None:
+        return True
+    index, count = share
+    return zlib.crc32(test_id.encode()) % count == index
 
 
 def seeds(candidates: Iterable[int]) -> list[int]:
