@@ -43,7 +43,8 @@ MultiJoin too, flink_latency.py, with its default network buffer timeout and wit
 `--cdc cdc_left10,cdc_star` runs, instead, the CDC benchmark (cdc.py): the changelog join of
 tables' Debezium changes into a noop sink and into Delta, and the foreachBatch recipe, at each of
 `--batch-sizes` (changes a micro-batch), over `--changes` changes, each run capped at
---cap-minutes, with `--flink` Flink's peer on the same changes; it writes `cdc_results.json`,
+--cap-minutes, with `--flink` Flink's peer on the same changes (`--flink-modes`, `--flink-runs`
+each, capped at --cap-minutes a run); it writes `cdc_results.json`,
 `cdc_results.md` and `cdc_cost.png`. It needs Delta's jars: scripts/benchmark runs it in the
 venv scripts/setup-kafka makes.
 
@@ -60,8 +61,8 @@ from pyspark.sql import SparkSession
 
 from scripts.bench.benchmark import run_benchmark
 from scripts.bench.breakdown import run_breakdown
-from scripts.bench.cdc import (BATCH_SIZES, CHANGES, TINY_BATCH_SIZES, TINY_CHANGES, cdc_session,
-                               rerun, run_cdc)
+from scripts.bench.cdc import (BATCH_SIZES, CHANGES, NOOP_RUNS, TINY_BATCH_SIZES, TINY_CHANGES,
+                               FlinkPeer, cdc_session, rerun, run_cdc)
 from scripts.bench.latency import FLINK_MODES, compiled_writer, run_latency
 from scripts.bench.scale import SCALE_PEERS, run_scale
 from scripts.bench.scale_workloads import SCALE_NAMES
@@ -120,6 +121,9 @@ def add_cdc_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--flink-modes", default=None, metavar="MODES",
                         help="--cdc --flink: only these of Flink's modes, comma-separated "
                         "(multi_join_rocksdb for a long run; default: every mode)")
+    parser.add_argument("--flink-runs", type=int, default=NOOP_RUNS, metavar="N",
+                        help="--cdc: timed runs of each of Flink's modes, the best reported "
+                        f"(default {NOOP_RUNS}; 1 for a long run)")
 
 
 def scale_peers(names: str) -> set[str]:
@@ -133,14 +137,14 @@ def scale_peers(names: str) -> set[str]:
 def main_cdc(args: argparse.Namespace) -> None:
     sizes = args.batch_sizes or ",".join(map(str, TINY_BATCH_SIZES if args.tiny else BATCH_SIZES))
     spark = cdc_session(args.driver_memory, 2 if args.tiny else 4)
+    peer = FlinkPeer(args.flink_modes.split(",") if args.flink_modes else None, args.flink_runs)
     if args.again:
         rerun(spark, args.cdc.split(","), args.again.split(","), args.out, args.work / "cdc",
-              args.cap_minutes * 60)
+              args.cap_minutes * 60, peer)
         return spark.stop()
     run_cdc(spark, args.cdc.split(","), args.changes or (TINY_CHANGES if args.tiny else CHANGES),
             [int(size) for size in sizes.split(",")], args.out, args.work / "cdc",
-            args.cap_minutes * 60, with_flink=args.flink, warm_up=not args.tiny,
-            flink_modes=args.flink_modes.split(",") if args.flink_modes else None)
+            args.cap_minutes * 60, flink=peer if args.flink else None, warm_up=not args.tiny)
     spark.stop()
 
 

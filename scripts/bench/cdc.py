@@ -24,6 +24,7 @@ import json
 import shutil
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -42,7 +43,7 @@ CHANGES = 1_000_000
 BATCH_SIZES = (10_000, 100_000)
 TINY_CHANGES, TINY_BATCH_SIZES = 2_000, (500, 1_000)
 RUNS = ("multi_join", "multi_join_delta", "recipe")
-# Flink's MultiJoin and binary joins, each on RocksDB and on the heap: a cap each.
+# Flink's MultiJoin and binary joins, each on RocksDB and on the heap.
 FLINK_MODES = 4
 # The multi-join into noop runs as often as Flink's peer runs each mode (flink.run_cdc_peer's
 # `runs`), and like it reports its best run: the JIT's warm-up is neither engine's cost.
@@ -82,12 +83,11 @@ def cdc_session(driver_memory: str, shuffle_partitions: int) -> SparkSession:
 
 
 def run_cdc(spark: SparkSession, names: list[str], changes: int, batch_sizes: list[int],
-            out: Path, work: Path, cap_seconds: float, with_flink: bool = False,
-            warm_up: bool = True, noop_runs: int = NOOP_RUNS,
-            flink_modes: list[str] | None = None) -> list[dict]:
+            out: Path, work: Path, cap_seconds: float, flink: FlinkPeer | None = None,
+            warm_up: bool = True, noop_runs: int = NOOP_RUNS) -> list[dict]:
     """Every run of each of `names` at each of `batch_sizes`, after an unreported `warm_up` of
     each run on the tiny workload (the JVM's first queries and Delta commits are the slow ones),
-    and Flink's `flink_modes` (default: all); writes cdc_results.json, .md and cdc_cost.png to
+    and with `flink`, Flink's peer; writes cdc_results.json, .md and cdc_cost.png to
     `out`. Fails, after writing them, where a finished run's table differs from the batch join."""
     file_changes = min(batch_sizes)
     check_batch_sizes(batch_sizes)
@@ -109,8 +109,8 @@ def run_cdc(spark: SparkSession, names: list[str], changes: int, batch_sizes: li
                                                     max(batch_sizes) // file_changes,
                                                     cap_seconds)
         print(f"    state, compacted: {result['compacted_state']}", flush=True)
-        if with_flink:
-            result["flink"] = flink_peer(folder, cap_seconds, flink_modes)
+        if flink:
+            result["flink"] = flink_peer(folder, cap_seconds, flink)
         results.append(result)
     write_checked(results, out, spark.version)
     return results
@@ -142,10 +142,10 @@ def check_batch_sizes(batch_sizes: list[int]) -> None:
 
 
 def rerun(spark: SparkSession, names: list[str], parts: list[str], out: Path, work: Path,
-          cap_seconds: float) -> None:
+          cap_seconds: float, flink: FlinkPeer | None = None) -> None:
     """`parts` of the run that wrote `out`'s results again on the workloads `names` (`spark`:
     the runs at each batch size, `state`: the state runs, `flink`: Flink's peer), over the files
-    it left in `work`; rewrites those results."""
+    it left in `work`, Flink's as `flink` says or in every mode; rewrites those results."""
     recorded = json.loads((out / "cdc_results.json").read_text())
     if "spark" in parts:
         warm(spark, work, cap_seconds)
@@ -163,7 +163,7 @@ def rerun(spark: SparkSession, names: list[str], parts: list[str], out: Path, wo
             result["compacted_state"] = compacted_state(spark, spec, folder / "compacted_state",
                                                         files, cap_seconds)
         if "flink" in parts:
-            result["flink"] = flink_peer(folder, cap_seconds)
+            result["flink"] = flink_peer(folder, cap_seconds, flink or FlinkPeer())
         print(f"{result['workload']}: {parts} again", flush=True)
     write_checked(recorded["results"], out, spark.version)
 
@@ -281,14 +281,22 @@ def final_tables(spark: SparkSession, spec: dict, folder: Path, runs: dict) -> d
     return checks
 
 
-def flink_peer(folder: Path, cap_seconds: float, modes: list[str] | None = None) -> dict:
+@dataclass(frozen=True)
+class FlinkPeer:
+    """Which of Flink's modes run (None: every one), and how many timed runs each."""
+    modes: list[str] | None = None
+    runs: int = NOOP_RUNS
+
+
+def flink_peer(folder: Path, cap_seconds: float, peer: FlinkPeer) -> dict:
     """Flink's peer on the workload's folder (its spec.json), in a process of its own, capped at
-    a cap per join mode; or why it did not run."""
+    a cap per run of each join mode (its timed runs and its state run); or why it did not
+    run."""
     if not flink.installed():
         return {"not_available": flink.MISSING}
-    caps = len(modes) if modes else FLINK_MODES
+    caps = (len(peer.modes) if peer.modes else FLINK_MODES) * (peer.runs + 1)
     try:
-        return flink.run_cdc_peer(folder / "spec.json", modes=modes,
+        return flink.run_cdc_peer(folder / "spec.json", runs=peer.runs, modes=peer.modes,
                                   cap_seconds=caps * cap_seconds)
     except subprocess.TimeoutExpired:
         return {"not_available": f"not finished in {caps} caps"}
