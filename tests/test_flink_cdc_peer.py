@@ -152,6 +152,12 @@ def test_the_plan_names_its_operators_and_each_modes_join():
     assert flink_cdc_peer.plan_problems("multi_join", upserts) == [
         "no MultiJoin in the plan", "sources' changelog ['I,UA,D'], not [I,UB,UA,D]",
         "a ChangelogNormalize re-derives the changelog"]
+    # Dropping duplicates is what a ChangelogNormalize after each source is for.
+    deduplicated = [["MultiJoin", "I,UB,UA,D"], ["ChangelogNormalize", "I,UB,UA,D"],
+                    ["TableSourceScan", "I,UB,UA,D"]]
+    assert flink_cdc_peer.plan_problems("multi_join_rocksdb_dedup", deduplicated) == []
+    assert flink_cdc_peer.plan_problems("multi_join_rocksdb_dedup", operators) == [
+        "no ChangelogNormalize drops duplicates"]
     upsert_join = [["MultiJoin", "I,UA,D"], ["DropUpdateBefore", "I,UA,D"],
                    ["TableSourceScan", "I,UB,UA,D"]]
     assert flink_cdc_peer.plan_problems("multi_join", upsert_join) == []

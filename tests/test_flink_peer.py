@@ -57,6 +57,8 @@ def test_only_the_rocksdb_mode_changes_the_state_backend_and_multi_join_modes_en
     for mode in ("scan_only", "binary_joins"):
         assert configs[mode][flink_peer.MULTI_JOIN_KEY] == "false"
         assert flink_peer.STATE_BACKEND_KEY not in configs[mode]
+    assert flink_peer.job_config("multi_join_rocksdb_dedup", 2, "/s/rocksdb") == {
+        **configs["multi_join_rocksdb"], "table.exec.source.cdc-events-duplicate": "true"}
 
 
 def test_spark_types_map_to_flink_types():

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from scripts.bench import flink, metrics
+from scripts.bench import flink, flink_cdc_peer, metrics
 from scripts.bench.breakdown import batch_cost, batch_split
 from scripts.bench.cdc_recipe import Recipe
 from scripts.bench.cdc_report import write_cdc
@@ -43,8 +43,6 @@ CHANGES = 1_000_000
 BATCH_SIZES = (10_000, 100_000)
 TINY_CHANGES, TINY_BATCH_SIZES = 2_000, (500, 1_000)
 RUNS = ("multi_join", "multi_join_delta", "recipe")
-# Flink's MultiJoin and binary joins, each on RocksDB and on the heap.
-FLINK_MODES = 4
 # The multi-join into noop runs as often as Flink's peer runs each mode (flink.run_cdc_peer's
 # `runs`), and like it reports its best run: the JIT's warm-up is neither engine's cost.
 NOOP_RUNS = 2
@@ -163,7 +161,8 @@ def rerun(spark: SparkSession, names: list[str], parts: list[str], out: Path, wo
             result["compacted_state"] = compacted_state(spark, spec, folder / "compacted_state",
                                                         files, cap_seconds)
         if "flink" in parts:
-            result["flink"] = flink_peer(folder, cap_seconds, flink or FlinkPeer())
+            result["flink"] = merged_peer(result.get("flink"),
+                                          flink_peer(folder, cap_seconds, flink or FlinkPeer()))
         print(f"{result['workload']}: {parts} again", flush=True)
     write_checked(recorded["results"], out, spark.version)
 
@@ -281,6 +280,16 @@ def final_tables(spark: SparkSession, spec: dict, folder: Path, runs: dict) -> d
     return checks
 
 
+def merged_peer(recorded: dict | None, again: dict) -> dict:
+    """Flink's modes run `again` in place of the `recorded` ones, the others kept; where it did
+    not run, the recorded result as it was."""
+    kept = {key: value for key, value in (recorded or {}).items() if key != "not_available"}
+    if "not_available" in again:
+        print(f"    flink      {again['not_available']}", flush=True)
+        return recorded or again
+    return {**kept, **again}
+
+
 @dataclass(frozen=True)
 class FlinkPeer:
     """Which of Flink's modes run (None: every one), and how many timed runs each."""
@@ -294,7 +303,7 @@ def flink_peer(folder: Path, cap_seconds: float, peer: FlinkPeer) -> dict:
     run."""
     if not flink.installed():
         return {"not_available": flink.MISSING}
-    caps = (len(peer.modes) if peer.modes else FLINK_MODES) * (peer.runs + 1)
+    caps = len(peer.modes or flink_cdc_peer.MODES) * (peer.runs + 1)
     try:
         return flink.run_cdc_peer(folder / "spec.json", runs=peer.runs, modes=peer.modes,
                                   cap_seconds=caps * cap_seconds)

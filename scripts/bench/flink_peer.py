@@ -45,6 +45,9 @@ from pathlib import Path
 MULTI_JOIN_KEY = "table.optimizer.multi-join.enabled"
 STATE_BACKEND_KEY = "state.backend.type"
 ROCKSDB_DIR_KEY = "state.backend.rocksdb.localdir"
+# The CDC peer's mode of this suffix drops changes delivered twice (flink_cdc_peer.py).
+CDC_DUPLICATES_KEY = "table.exec.source.cdc-events-duplicate"
+DEDUP = "_dedup"
 # In the order they run, alternating.
 MODES = ("scan_only", "binary_joins", "multi_join", "multi_join_rocksdb")
 
@@ -134,9 +137,15 @@ def job_config(mode: str, parallelism: int, rocksdb_dir: str) -> dict[str, str]:
     config = {"parallelism.default": str(parallelism),
               MULTI_JOIN_KEY: "true" if mode.startswith("multi_join") else "false",
               ROCKSDB_DIR_KEY: rocksdb_dir, "pipeline.name": "flink-peer"}
-    if mode.endswith("_rocksdb"):
+    if uses_rocksdb(mode):
         config[STATE_BACKEND_KEY] = "rocksdb"
+    if mode.endswith(DEDUP):
+        config[CDC_DUPLICATES_KEY] = "true"
     return config
+
+
+def uses_rocksdb(mode: str) -> bool:
+    return "_rocksdb" in mode
 
 
 def environment(streaming: bool, config: dict[str, str], cluster: dict[str, str] | None = None):
