@@ -182,19 +182,31 @@ def test_soak_deciles_and_whether_each_measure_stays_flat():
 
 
 def test_latency_reports_each_boundarys_pause_and_p99_after_the_first():
-    # One key every 100 ms for 10 s, each out 50 ms after its send, but those sent in the 500 ms
+    # One key due every 100 ms for 10 s, each out 50 ms after, but those due in the 500 ms
     # before a batch that starts at 4.5 s wait until 4.9 s, and those in the 200 ms before one at
     # 8 s until 8.2 s.
-    sent = [(key, key + 1, key / 10) for key in range(100)]
+    due = [(key, key / 10) for key in range(100)]
     waits = {4.5: 4.9, 8.0: 8.2}
 
     def arrival(at: float) -> float:
         return next((out for start, out in waits.items() if start - 0.5 <= at < start
                      and (start == 4.5 or at >= start - 0.2)), at + 0.05)
-    arrived = [(key, arrival(at)) for key, _, at in sent]
-    result = summary("real_time", 10, sent, arrived, boundaries=list(waits))
+    arrived = [(key, at, arrival(at)) for key, at in due]
+    result = summary("real_time", 10, 100, arrived, boundaries=list(waits))
     assert result["boundary_pauses_ms"] == [900, 400]
-    after = sorted((arrival(at) - at) * 1000 for _, _, at in sent if at > 4.5 + 1.0)
+    after = sorted((arrival(at) - at) * 1000 for _, at in due if at > 4.5 + 1.0)
     assert result["p99_after_first_boundary_ms"] == round(after[int(0.99 * len(after))], 1)
     assert result["p99_after_first_boundary_ms"] < result["max_ms"] == 900
-    assert (result["duplicated"], result["not_out"]) == (0, 0)
+    # Key 0 was due before the first row came out (itself): not timed.
+    assert (result["duplicated"], result["not_out"], result["untimed"]) == (0, 0, 1)
+
+
+def test_latency_leaves_out_the_rows_due_before_the_first_came_out_and_counts_copies():
+    # Keys 0 and 1 were due before the query's first row came out at 0.3 s; key 3 twice, key 4
+    # never; a union of two inputs gives each key twice.
+    arrived = [(0, 0.0, 0.3), (1, 0.1, 0.31), (2, 0.35, 0.4), (3, 0.4, 0.45), (3, 0.4, 0.5)]
+    result = summary("real_time", 10, 5, arrived, boundaries=[])
+    assert (result["untimed"], result["duplicated"], result["not_out"]) == (2, 1, 1)
+    assert result["max_ms"] == 100
+    twice = summary("real_time_source_only", 10, 1, [(0, 0.0, 0.1), (0, 0.0, 0.2)], [], copies=2)
+    assert (twice["duplicated"], twice["not_out"]) == (0, 0)
