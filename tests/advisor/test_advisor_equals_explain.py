@@ -25,7 +25,7 @@ pytestmark = pytest.mark.one_line  # the advisor is the same Python on every lin
 
 ROOT = Path(__file__).resolve().parents[2]
 HEADING = "== Extended Information (spark-multijoin) ==\n"
-RANDOM_QUERIES = 25
+RANDOM_QUERIES = 15
 UNSUPPORTED_OPERATION_CHECK = "spark.sql.streaming.unsupportedOperationCheck"
 
 # The docs' inputs, as the examples read them.

@@ -30,10 +30,10 @@ def without_far_rows(rows):
                        if not any(isinstance(value, int) and value >= 1000 for value in row)})
 
 
-# Every seed in RocksDB; half of them on Spark's in-memory store too, which finds the rows that
+# Every seed in RocksDB; a quarter of them on Spark's in-memory store too, which finds the rows that
 # became final, and evicts, by scanning.
 @pytest.mark.parametrize("seed, store", [(seed, "rocksdb") for seed in seeds(range(12))]
-                         + [(seed, "in-memory") for seed in seeds(range(6))])
+                         + [(seed, "in-memory") for seed in seeds(range(3))])
 def test_random_outer_tree_matches_the_batch_query(spark, tmp_path, seed, store):
     """Nested LEFT and RIGHT OUTER joins mixed with inner ones, FULL OUTER joins above them, ON
     clauses reading the parent and other inputs joined before, null keys, late rows, several

@@ -41,9 +41,9 @@ def test_general_shape_fails_in_spark_and_runs_here(spark, tmp_path):
     assert multi.state_rows("multiJoin") == [6], "only the far-future rows stay"
 
 
-# Every seed in RocksDB; half of them on Spark's in-memory store too, which evicts by scanning.
+# Every seed in RocksDB; three of them on Spark's in-memory store too, which evicts by scanning.
 @pytest.mark.parametrize("seed, store", [(seed, "rocksdb") for seed in seeds(range(8))]
-                         + [(seed, "in-memory") for seed in seeds(range(4))])
+                         + [(seed, "in-memory") for seed in seeds(range(3))])
 def test_random_time_bounded_chain(spark, tmp_path, seed, store):
     rng = random.Random(100 + seed)
     n_inputs = 3 + seed % 4

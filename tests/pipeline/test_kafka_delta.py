@@ -33,7 +33,7 @@ SHUFFLE_PARTITIONS = 2  # the example session's
 # The answer test's events, fewer than the example's, in steps of 10 offsets per topic: many
 # micro-batches. The producer keeps 8 minutes of event time ahead of the query, so that a
 # backlog the steps split spans less than the watermark delay less the events' disorder.
-ANSWER_SCENARIO = Scenario(orders=90, hot_key=57)
+ANSWER_SCENARIO = Scenario(orders=60, hot_key=37)
 MAX_OFFSETS = 10
 LEAD_SECONDS = 8 * 60
 KILLS = 6
