@@ -63,6 +63,8 @@ def main(step_file: str) -> None:
     step = json.loads(Path(step_file).read_text())
     spark = configure_spark_with_multijoin(
         SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+        # As the tests' session: a short-lived JVM gains from the quick compiler alone.
+        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
         .config("spark.sql.shuffle.partitions", "2")).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     seen = {"spark": spark.version, "runs": {name: run(spark, each)

@@ -20,6 +20,8 @@ def main(inputs_root: str, n_inputs: str, checkpoint: str, output: str, format_:
     builder = (SparkSession.builder.master("local[2]").appName("killed-driver")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")
+               # As the tests' session: a short-lived JVM gains from the quick compiler alone.
+               .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
                .config("spark.sql.streaming.stateStore.checkpointFormatVersion", format_)
                .config("multi-join.enabled", "true"))
     spark = configure_spark_with_multijoin(builder).getOrCreate()

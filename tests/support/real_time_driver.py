@@ -68,6 +68,8 @@ def main(rounds_file: str, added: str, checkpoint: str, output: str, classes: st
                .config("spark.sql.streaming.stateStore.checkpointFormatVersion", "2")
                .config("spark.sql.streaming.realTimeMode.minBatchDuration", "1s")
                .config("spark.driver.extraClassPath", classes)
+               # As the tests' session: a short-lived JVM gains from the quick compiler alone.
+               .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
                .config("multi-join.enabled", "true"))
     spark = configure_spark_with_multijoin(builder, real_time=True).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -28,7 +28,9 @@ def get(url: str) -> object:
 def main(folder: Path) -> None:
     builder = (SparkSession.builder.master("local[2]").appName("spark-multijoin-ui")
                .config("spark.ui.enabled", "true").config("spark.ui.port", "0")
-               .config("spark.sql.shuffle.partitions", "2"))
+               .config("spark.sql.shuffle.partitions", "2")
+               # As the tests' session: a short-lived JVM gains from the quick compiler alone.
+               .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1"))
     spark = configure_spark_with_multijoin(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     multi_join(spark).enabled = True
