@@ -37,7 +37,8 @@ sink, p50, p99 and max, the pause at each real-time batch boundary, and p99 afte
 (`--latency-batch` sets the real-time batch's length in seconds, 10 by default;
 `--latency-modes` picks runs among real_time_first_query (the driver's first real-time query,
 which pays what its JVM does once), real_time, micro_batch_0s, micro_batch_1s and
-real_time_deduplication, Spark's deduplication of the same inputs' union; with `--flink`, Flink's
+real_time_deduplication, Spark's deduplication of the same inputs' union, and
+real_time_source_only, the union alone into the sink; with `--flink`, Flink's
 MultiJoin too, flink_latency.py, with its default network buffer timeout and with none).
 
 `--cdc cdc_left10,cdc_star` runs, instead, the CDC benchmark (cdc.py): the changelog join of
@@ -96,7 +97,8 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--latency-batch", type=int, default=10, metavar="SECONDS",
                         help="the length of a real-time batch in the latency runs")
     parser.add_argument("--latency-modes", default="real_time_first_query,real_time,"
-                        "micro_batch_0s,micro_batch_1s,real_time_deduplication",
+                        "micro_batch_0s,micro_batch_1s,real_time_deduplication,"
+                        "real_time_source_only",
                         help="the latency runs to make, in this order")
     add_cdc_arguments(parser)
     return parser.parse_args()
