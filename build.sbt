@@ -25,7 +25,3 @@ lazy val root = (project in file("."))
   .aggregate(sparkLines.map(line => LocalProject(SparkLines.projectId(line)): ProjectReference): _*)
   .enablePlugins(SparkLinesPlugin)
   .settings(name := "spark-multijoin", publish / skip := true)
-
-// The real-time suites' JVM (project/SparkLines.scala) mostly waits for long batches to end: it
-// runs beside the other suites' JVM rather than after it.
-Global / concurrentRestrictions += Tags.limit(Tags.ForkedTestGroup, 2)
