@@ -32,11 +32,9 @@ class DriverProcess:
         self.output = files.work / f"driver-{files.run_count()}-{time.monotonic_ns()}.log"
         with self.output.open("w") as out:
             # Dies with the test's process too (its JVM follows: pyspark's exits with it).
-            # As the tests' session: a short-lived JVM gains from the quick compiler alone.
-            env = {**os.environ, "JAVA_TOOL_OPTIONS": "-XX:TieredStopAtLevel=1"}
             self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
                                             stdin=subprocess.DEVNULL, start_new_session=True,
-                                            preexec_fn=die_with_parent, env=env)
+                                            preexec_fn=die_with_parent)
 
     def kill(self) -> None:
         """SIGKILL to the driver's whole group: Python, its JVM and whatever they started."""
