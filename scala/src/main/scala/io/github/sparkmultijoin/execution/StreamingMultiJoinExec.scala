@@ -227,6 +227,7 @@ case class StreamingMultiJoinExec(
     metrics // created on the driver, before tasks refer to them
     // Analyzed here, once: the tasks get the results with the plan instead of each redoing it.
     timeOrdinals; evictionOffsets; finalOffsets; evictable; if (ttlExpiry.isSet) nextTtlDueMs
+    if (context.realTime) RealTimeModeShim.warmUpBatchEnd()
     val opened = MultiJoinStateLayout(layout).storeSchemas(getColFamilySchemas(false))
     child.execute().mapPartitionsWithStateStore(
       info, opened.keySchema, opened.valueSchema, NoPrefixKeyStateEncoderSpec(opened.keySchema),
@@ -247,6 +248,7 @@ case class StreamingMultiJoinExec(
       layout: StateLayoutVersion)(
       store: StateStore,
       taggedRows: Iterator[InternalRow]): Iterator[InternalRow] = {
+    if (context.realTime) RealTimeModeShim.warmUpBatchEnd() // on an executor of its own too
     val batchStartMs = Some(context.batchTimestampMs).filter(_ => ttlExpiry.isSet)
     val state = new MultiJoinStateManager(store, keySchema, inputSchemas, timeOrdinals,
       info.storeVersion, batchRowsMemory, batchStartMs, layout, ttlExpiry.inputs)

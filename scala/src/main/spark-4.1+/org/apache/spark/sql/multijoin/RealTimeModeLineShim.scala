@@ -18,4 +18,7 @@ private[multijoin] trait RealTimeModeLineShim {
       write: StateSchemaWrite): List[StateSchemaValidationResult] =
     operator.validateAndWriteStateSchema(write.hadoopConf, write.batchId, write.version,
       write.info, write.schemaDir, write.session)
+
+  /** Nothing to warm up: this line runs no multi-join in real-time mode. */
+  def warmUpBatchEnd(): Unit = ()
 }

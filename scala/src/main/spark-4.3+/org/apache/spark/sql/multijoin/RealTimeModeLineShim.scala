@@ -20,4 +20,10 @@ private[multijoin] trait RealTimeModeLineShim {
     operator.validateAndWriteStateSchema(write.hadoopConf, write.batchId, write.version,
       write.info, write.schemaDir, write.session, 2, StateStoreEncoding.UnsafeRow.toString,
       write.realTime)
+
+  /**
+   * Builds, off the query's threads, what the end of the JVM's first real-time batch would
+   * otherwise build while rows wait ([[BatchEndWarmUp]]).
+   */
+  def warmUpBatchEnd(): Unit = BatchEndWarmUp.start()
 }
