@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from scripts.bench import metrics
+from scripts.bench import boundaries, metrics
 from scripts.bench.benchmark import chain_ratios, run_benchmark
 from scripts.bench.breakdown import batch_cost
 from scripts.bench.chart import orders_of_magnitude_apart
@@ -210,3 +210,45 @@ def test_latency_leaves_out_the_rows_due_before_the_first_came_out_and_counts_co
     assert result["max_ms"] == 100
     twice = summary("real_time_source_only", 10, 1, [(0, 0.0, 0.1), (0, 0.0, 0.2)], [], copies=2)
     assert (twice["duplicated"], twice["not_out"]) == (0, 0)
+
+
+def test_latency_times_every_row_due_once_the_querys_first_tasks_read():
+    # The first tasks read from 0.2 s: keys 0 and 1 are not timed, key 2 is, though the first
+    # row came out at 0.5 s; of key 2's two copies the first came out after 200 ms, the last
+    # after 600 ms.
+    arrived = [(0, 0.1, 0.95), (1, 0.1, 0.9), (1, 0.1, 0.9), (2, 0.3, 0.5), (2, 0.3, 0.9)]
+    result = summary("real_time_shuffle_only", 10, 3, arrived, [], copies=2, clock_start=0.2)
+    assert (result["untimed"], result["not_out"]) == (3, 1)
+    assert (result["first_copy_p50_ms"], result["last_copy_p50_ms"]) == (200, 600)
+    assert (result["first_copy_p99_ms"], result["last_copy_p99_ms"]) == (200, 600)
+
+
+def test_boundary_parts_split_the_pause_from_the_event_log(tmp_path):
+    # Batch 0's sources end at 10,000 ms and its stateful tasks at 10,030; its job ends at
+    # 10,040, batch 1's is submitted at 10,140 (planned in 60 ms), its sources run from 10,160;
+    # a row due at 10,050 comes out at 10,230.
+    def job(job_id, start, end, stages):
+        return [{"Event": "SparkListenerJobStart", "Job ID": job_id, "Submission Time": start,
+                 "Stage IDs": stages, "Properties": {"sql.streaming.queryId": "q"}},
+                {"Event": "SparkListenerJobEnd", "Job ID": job_id, "Completion Time": end}]
+
+    def task(stage, launch, finish, deserialize=0):
+        return {"Event": "SparkListenerTaskEnd", "Stage ID": stage,
+                "Task Info": {"Launch Time": launch, "Finish Time": finish},
+                "Task Metrics": {"Executor Deserialize Time": deserialize}}
+
+    def progress(planning):
+        return {"Event": "org.apache.spark.sql.streaming.StreamingQueryListener$QueryProgressEvent",
+                "progress": {"id": "q", "durationMs": {"queryPlanning": planning}}}
+    events = (job(0, 0, 10_040, [0, 1]) + job(1, 10_140, 20_000, [2, 3])
+              + [task(0, 5, 10_000), task(0, 5, 10_010), task(1, 5, 10_030),
+                 task(2, 10_150, 19_990, 10), task(2, 10_145, 19_990), task(3, 10_150, 19_995),
+                 progress(500), progress(60)])
+    log = tmp_path / "events"
+    log.write_text("\n".join(json.dumps(event) for event in events))
+    rows = [(9_990.0, 10_001.0), (10_050.0, 10_230.0), (10_170.0, 10_200.0)]
+    parts = boundaries.summary(log, "q", rows)
+    assert parts["boundaries"] == 1
+    assert parts["first"] == {"batch end": 30, "driver": 100, "planning": 60, "task start": 20,
+                              "first row out": 70}
+    assert boundaries.first_read_ms(log, "q") == 5

@@ -38,8 +38,8 @@ sink, p50, p99 and max, the pause at each real-time batch boundary, and p99 afte
 `--latency-modes` picks runs among real_time_first_query (the driver's first real-time query,
 which pays what its JVM does once), real_time, micro_batch_0s, micro_batch_1s and
 real_time_deduplication, Spark's deduplication of the same inputs' union, and
-real_time_source_only, the union alone into the sink; with `--flink`, Flink's
-MultiJoin too, flink_latency.py, with its default network buffer timeout and with none).
+real_time_source_only, the union alone into the sink, and real_time_shuffle_only, the union
+shuffled by key into the sink; with `--flink`, Flink's MultiJoin too, flink_latency.py, with its default network buffer timeout and with none).
 
 `--cdc cdc_left10,cdc_star` runs, instead, the CDC benchmark (cdc.py): the changelog join of
 tables' Debezium changes into a noop sink and into Delta, and the foreachBatch recipe, at each of
@@ -56,6 +56,7 @@ micro-batches (soak.py), and writes `soak.json`, `soak.md` and `soak.png`.
 from __future__ import annotations
 
 import argparse
+import shutil
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -98,7 +99,7 @@ def arguments() -> argparse.Namespace:
                         help="the length of a real-time batch in the latency runs")
     parser.add_argument("--latency-modes", default="real_time_first_query,real_time,"
                         "micro_batch_0s,micro_batch_1s,real_time_deduplication,"
-                        "real_time_source_only",
+                        "real_time_source_only,real_time_shuffle_only",
                         help="the latency runs to make, in this order")
     add_cdc_arguments(parser)
     return parser.parse_args()
@@ -161,8 +162,15 @@ def main() -> None:
                .config("spark.driver.memory", args.driver_memory))
     if args.latency:
         # Real-time mode runs every source task and every stateful task at once: a slot each.
+        events = args.work / "latency" / "events"
+        shutil.rmtree(events, ignore_errors=True)
+        events.mkdir(parents=True)
         builder = builder.master("local[8]").config(
             "spark.driver.extraClassPath", str(compiled_writer(args.work / "classes")))
+        # Spark's event log, for where each batch boundary's pause goes (boundaries.py).
+        for key, value in {"enabled": "true", "dir": str(events), "compress": "false",
+                           "rolling.enabled": "false"}.items():
+            builder = builder.config(f"spark.eventLog.{key}", value)
     spark = configure_spark_with_multijoin(builder, real_time=bool(args.latency)).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     at_scale = [w for w in chosen if w.name in SCALE_NAMES]

@@ -8,16 +8,18 @@ exactly one output row, which carries the greatest of its rows' `sent_ms`. A `fo
 the JVM (ArrivalWriter.java, compiled by the run) notes when each output row reaches it: console
 and memory sinks wait for the commit, and Spark hands rows to a Python writer in batches. A
 row's latency is its arrival less its `sent_ms`. The rows start LEAD_SECONDS after the query
-does, so that its start is not timed; rows due before the first row came out are left out (and
-counted). Every run also counts the keys that came out twice, and those not out within 30 s of
-the last one's due time.
+does, so that its start is not timed; rows due before the query's first tasks ran (Spark's event
+log, which the run turns on, says when) are left out (and counted). Every run also counts the
+keys that came out twice, and those not out within 30 s of the last one's due time.
 
 A real-time batch's end holds the rows due meanwhile until the next batch reads them, so the
 tail is those pauses. Each is reported (the slowest row due near it), and so is p99 without the
 first: the first end after a query's start also commits the state's first version, which later
 ends do not. The driver's first real-time query is a mode of its own (see MODES), and
 `real_time_source_only` is the four inputs' union into the sink, no state: what the source and
-the sink cost.
+the sink cost; `real_time_shuffle_only` shuffles that union by key first, as the join and the
+deduplication do: what the shuffle adds, and how long a key waits for the last of its four
+copies, which a join cannot beat (a deduplication waits for the first).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import pyspark
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from scripts.bench import boundaries
 from spark_multijoin import multi_join
 
 INPUTS = 4
@@ -50,7 +53,9 @@ PAUSE_WINDOW = (-2.0, 1.0)
 # operator in real-time mode runs on the same sources and rows (a deduplication of the four
 # inputs' union), for what a batch boundary costs without the join.
 MODES = ("real_time_first_query", "real_time", "micro_batch_0s", "micro_batch_1s",
-         "real_time_deduplication", "real_time_source_only")
+         "real_time_deduplication", "real_time_source_only", "real_time_shuffle_only")
+# The modes that write the four inputs' union: deduplicated, as it is, and shuffled by key.
+UNIONS = ("real_time_deduplication", "real_time_source_only", "real_time_shuffle_only")
 # Flink's MultiJoin on the same shape of events (flink_latency.py, in a process of its own), with
 # Flink's default network buffer timeout and with none; they run with --flink.
 FLINK_MODES = {"flink_multi_join": None, "flink_multi_join_no_buffer_timeout": 0}
@@ -74,9 +79,10 @@ def joined(frames: list[DataFrame]) -> DataFrame:
 
 def query_frame(mode: str, frames: list[DataFrame]) -> DataFrame:
     """What `mode` writes: (key, sent ms) per row."""
-    if mode in ("real_time_deduplication", "real_time_source_only"):
+    if mode in UNIONS:
         union = functools.reduce(DataFrame.union, frames).toDF("k0", "sent")
-        return union.dropDuplicates(["k0"]) if mode == "real_time_deduplication" else union
+        return {"real_time_deduplication": union.dropDuplicates(["k0"]),
+                "real_time_shuffle_only": union.repartition("k0")}.get(mode, union)
     return joined(frames)
 
 
@@ -117,7 +123,7 @@ def run_mode(spark: SparkSession, mode: str, rate: int, seconds: float, batch_se
     query = (query_frame(mode, frames)._jdf.writeStream().outputMode("update")
              .foreach(jvm.multijoinbench.ArrivalWriter(str(arrivals)))
              .option("checkpointLocation", str(checkpoint)).trigger(trigger).start())
-    copies = INPUTS if mode == "real_time_source_only" else 1
+    copies = INPUTS if mode in UNIONS and mode != "real_time_deduplication" else 1
     try:
         deadline = start + seconds + GRACE_SECONDS
         while time.time() < deadline and count_rows(arrivals) < keys * copies:
@@ -125,7 +131,17 @@ def run_mode(spark: SparkSession, mode: str, rate: int, seconds: float, batch_se
         starts = batch_starts(query) if real_time else []
     finally:
         query.stop()
-    return summary(mode, rate, keys, read_arrivals(arrivals), starts, copies)
+    arrived = read_arrivals(arrivals)
+    events = spark.conf.get("spark.eventLog.dir", None)
+    if events is None:
+        return summary(mode, rate, keys, arrived, starts, copies)
+    log, query_id = boundaries.event_log(Path(events.removeprefix("file:"))), str(query.id())
+    result = summary(mode, rate, keys, arrived, starts, copies,
+                     boundaries.first_read_ms(log, query_id) / 1000)
+    if real_time:
+        result["boundary_parts_ms"] = boundaries.summary(
+            log, query_id, [(due * 1000, at * 1000) for _, due, at in arrived])
+    return result
 
 
 def batch_starts(query) -> list[float]:
@@ -147,11 +163,13 @@ def read_arrivals(folder: Path) -> list[tuple[int, float, float]]:
 
 
 def summary(mode: str, rate: int, keys: int, arrived: list[tuple[int, float, float]],
-            boundaries: list[float], copies: int = 1) -> dict:
+            boundaries: list[float], copies: int = 1, clock_start: float | None = None) -> dict:
     """The latency distribution in ms, the pause at each real-time batch boundary, and whether
-    every key of 0..`keys`-1 came out `copies` times: of the rows due once the first came out."""
+    every key of 0..`keys`-1 came out `copies` times: of the rows due once the query's first
+    tasks read (`clock_start`, epoch seconds), or without it once the first row came out."""
     first_out = min((at for _, _, at in arrived), default=0.0)
-    timed = [(due, (at - due) * 1000) for _, due, at in arrived if due >= first_out]
+    start = first_out if clock_start is None else clock_start
+    timed = [(due, (at - due) * 1000) for _, due, at in arrived if due >= start]
     latencies = sorted(ms for _, ms in timed)
     after_first = sorted(ms for due, ms in timed
                          if boundaries and due > boundaries[0] + PAUSE_WINDOW[1])
@@ -162,6 +180,7 @@ def summary(mode: str, rate: int, keys: int, arrived: list[tuple[int, float, flo
     counts: dict[int, int] = {}
     for key, _, _ in arrived:
         counts[key] = counts.get(key, 0) + 1
+    copies_out = copies_latency(timed_rows(arrived, start)) if copies > 1 else {}
     return {"mode": mode, "rate_per_input": rate, "keys_sent": keys,
             "rows_out": len(arrived), "untimed": len(arrived) - len(timed),
             "duplicated": sum(max(0, n - copies) for n in counts.values()),
@@ -170,7 +189,26 @@ def summary(mode: str, rate: int, keys: int, arrived: list[tuple[int, float, flo
             "max_ms": pct(latencies, 1.0),
             "mean_ms": round(statistics.fmean(latencies), 1) if latencies else None,
             "p99_after_first_boundary_ms": pct(after_first, 0.99),
-            "boundary_pauses_ms": [round(p) for p in pauses if p is not None]}
+            "boundary_pauses_ms": [round(p) for p in pauses if p is not None], **copies_out}
+
+
+def timed_rows(arrived: list[tuple[int, float, float]], start: float) -> dict[int, list[float]]:
+    """Per key, the latencies (ms) of its copies, of the keys due from `start` on."""
+    per_key: dict[int, list[float]] = {}
+    for key, due, at in arrived:
+        if due >= start:
+            per_key.setdefault(key, []).append((at - due) * 1000)
+    return per_key
+
+
+def copies_latency(per_key: dict[int, list[float]]) -> dict:
+    """Of a key's copies, one from each input, the first out and the last out: a join of the
+    inputs can put a key out no sooner than its last copy arrives, while a deduplication of
+    their union puts it out with the first."""
+    firsts = sorted(min(ms) for ms in per_key.values())
+    lasts = sorted(max(ms) for ms in per_key.values())
+    return {"first_copy_p50_ms": pct(firsts, 0.5), "first_copy_p99_ms": pct(firsts, 0.99),
+            "last_copy_p50_ms": pct(lasts, 0.5), "last_copy_p99_ms": pct(lasts, 0.99)}
 
 
 def pct(latencies: list[float], p: float) -> float | None:
@@ -188,6 +226,10 @@ def run_latency(spark: SparkSession, rates: list[int], seconds: float, batch_sec
     results = []
     for rate in rates:
         for mode in modes:
+            if mode == "real_time_first_query" and results:
+                print(f"latency {mode} at {rate} rows/s: skipped, as the driver ran a query "
+                      "before; run that rate alone for its first query", flush=True)
+                continue
             print(f"latency {mode} at {rate} rows/s per input ...", flush=True)
             results.append(run_flink_mode(mode, rate, seconds, work) if mode in FLINK_MODES
                            else run_mode(spark, mode, rate, seconds, batch_seconds, work))
@@ -201,7 +243,7 @@ def markdown(results: list[dict], spark: SparkSession, batch_seconds: int) -> st
     slots = spark.sparkContext.defaultParallelism
     lines = [f"4-way inner multi-join, one key per row, {slots} task slots "
              f"(`{spark.sparkContext.master}`), real-time batches of {batch_seconds} s.", "",
-             "| mode | rows/s per input | keys sent | rows out | due before the first out (not "
+             "| mode | rows/s per input | keys sent | rows out | due before the first read (not "
              "timed) | duplicated | not out at the end | p50 ms | p99 ms | max ms | p99 after the "
              "first boundary ms | pause at each boundary ms |", "| --- |" + " ---: |" * 11]
     lines += [f"| {r['mode']} | {r['rate_per_input']:,} | {r['keys_sent']:,} | "
@@ -209,4 +251,37 @@ def markdown(results: list[dict], spark: SparkSession, batch_seconds: int) -> st
               f"{r['not_out']:,} | {r['p50_ms']} | "
               f"{r['p99_ms']} | {r['max_ms']} | {r['p99_after_first_boundary_ms'] or ''} | "
               f"{', '.join(map(str, r['boundary_pauses_ms']))} |" for r in results]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + boundary_table(results) + copies_table(results)) + "\n"
+
+
+def boundary_table(results: list[dict]) -> list[str]:
+    """Where each real-time mode's boundary pauses went (boundaries.py)."""
+    runs = [r for r in results if r.get("boundary_parts_ms")]
+    if not runs:
+        return []
+    lines = ["", "Where a boundary's pause goes (`scripts/bench/boundaries.py`): the median over "
+             "the run's boundaries, ms, and the first boundary's in brackets.", "",
+             "| mode | rows/s per input | boundaries | "
+             + " | ".join(boundaries.PARTS) + " |", "| --- |" + " ---: |" * (2 + len(boundaries.PARTS))]
+    for r in runs:
+        parts = r["boundary_parts_ms"]
+        lines.append(f"| {r['mode']} | {r['rate_per_input']:,} | {parts['boundaries']} | "
+                     + " | ".join(f"{parts['median'][part]} ({parts['first'][part]})"
+                                  for part in boundaries.PARTS) + " |")
+    return lines
+
+
+def copies_table(results: list[dict]) -> list[str]:
+    """What the union alone gives a key's four copies (real_time_source_only and _shuffle_only)."""
+    runs = [r for r in results if r.get("last_copy_p50_ms") is not None]
+    if not runs:
+        return []
+    lines = ["", "The four inputs' union, no state: of a key's four copies, the first out (what a "
+             "deduplication of the union waits for) and the last out (what a join of the inputs "
+             "waits for at the least), ms.", "",
+             "| mode | rows/s per input | first copy p50 | first copy p99 | last copy p50 | "
+             "last copy p99 |", "| --- |" + " ---: |" * 5]
+    lines += [f"| {r['mode']} | {r['rate_per_input']:,} | {r['first_copy_p50_ms']} | "
+              f"{r['first_copy_p99_ms']} | {r['last_copy_p50_ms']} | {r['last_copy_p99_ms']} |"
+              for r in runs]
+    return lines
