@@ -252,3 +252,16 @@ def test_boundary_parts_split_the_pause_from_the_event_log(tmp_path):
     assert parts["first"] == {"batch end": 30, "driver": 100, "planning": 60, "task start": 20,
                               "first row out": 70}
     assert boundaries.first_read_ms(log, "q") == 5
+
+
+def test_boundary_parts_of_a_query_without_a_shuffle(tmp_path):
+    # One stage a job (the union alone into the sink): its sources are its last stage too.
+    events = [{"Event": "SparkListenerJobStart", "Job ID": 0, "Submission Time": 0,
+               "Stage IDs": [0], "Properties": {"sql.streaming.queryId": "q"}},
+              {"Event": "SparkListenerJobEnd", "Job ID": 0, "Completion Time": 1_000},
+              {"Event": "SparkListenerTaskEnd", "Stage ID": 0,
+               "Task Info": {"Launch Time": 3, "Finish Time": 990}, "Task Metrics": {}}]
+    log = tmp_path / "events"
+    log.write_text("\n".join(json.dumps(event) for event in events))
+    assert boundaries.first_read_ms(log, "q") == 3
+    assert boundaries.summary(log, "q", []) == {}

@@ -30,8 +30,8 @@ PARTS = ("batch end", "driver", "planning", "task start", "first row out")
 
 def read_jobs(log: Path) -> dict[str, list[dict]]:
     """Per streaming query id, its jobs in order: submission and end times (epoch ms), per stage
-    (source first, stateful last) its tasks' (launch, finish, deserialize ms), and its batch's
-    query planning (ms)."""
+    (source first, stateful, if any, last) its tasks' (launch, finish, deserialize ms), and its
+    batch's query planning (ms)."""
     jobs: dict[int, dict] = {}
     tasks: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
     planning: dict[str, list[int]] = defaultdict(list)
@@ -55,7 +55,7 @@ def read_jobs(log: Path) -> dict[str, list[dict]]:
     for job_id in sorted(jobs):
         job = jobs[job_id]
         job["tasks"] = [tasks[stage] for stage in job["stages"] if tasks[stage]]
-        if job["query"] and "end" in job and len(job["tasks"]) >= 2:
+        if job["query"] and "end" in job and job["tasks"]:
             by_query[job["query"]].append(job)
     for query, jobs_of_query in by_query.items():
         for job, planned in zip(jobs_of_query, planning[query]):

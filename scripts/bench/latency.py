@@ -234,8 +234,9 @@ def run_latency(spark: SparkSession, rates: list[int], seconds: float, batch_sec
             results.append(run_flink_mode(mode, rate, seconds, work) if mode in FLINK_MODES
                            else run_mode(spark, mode, rate, seconds, batch_seconds, work))
             print(f"    {results[-1]}", flush=True)
-    (out / "latency.json").write_text(json.dumps(results, indent=2))
-    (out / "latency.md").write_text(markdown(results, spark, batch_seconds))
+            # After each run, so that a run that fails later loses none before it.
+            (out / "latency.json").write_text(json.dumps(results, indent=2))
+            (out / "latency.md").write_text(markdown(results, spark, batch_seconds))
     print(f"wrote latency.json and latency.md to {out}")
 
 
