@@ -247,11 +247,12 @@ def test_boundary_parts_split_the_pause_from_the_event_log(tmp_path):
     log = tmp_path / "events"
     log.write_text("\n".join(json.dumps(event) for event in events))
     rows = [(9_990.0, 10_001.0), (10_050.0, 10_230.0), (10_170.0, 10_200.0)]
-    parts = boundaries.summary(log, "q", rows)
+    jobs = boundaries.read_jobs(log)["q"]
+    parts = boundaries.summary(jobs, rows)
     assert parts["boundaries"] == 1
     assert parts["first"] == {"batch end": 30, "driver": 100, "planning": 60, "task start": 20,
                               "first row out": 70}
-    assert boundaries.first_read_ms(log, "q") == 5
+    assert boundaries.reading_from(jobs[0]) == 5
 
 
 def test_boundary_parts_of_a_query_without_a_shuffle(tmp_path):
@@ -263,5 +264,6 @@ def test_boundary_parts_of_a_query_without_a_shuffle(tmp_path):
                "Task Info": {"Launch Time": 3, "Finish Time": 990}, "Task Metrics": {}}]
     log = tmp_path / "events"
     log.write_text("\n".join(json.dumps(event) for event in events))
-    assert boundaries.first_read_ms(log, "q") == 3
-    assert boundaries.summary(log, "q", []) == {}
+    jobs = boundaries.read_jobs(log)["q"]
+    assert boundaries.reading_from(jobs[0]) == 3
+    assert boundaries.summary(jobs, []) == {}

@@ -39,7 +39,8 @@ sink, p50, p99 and max, the pause at each real-time batch boundary, and p99 afte
 which pays what its JVM does once), real_time, micro_batch_0s, micro_batch_1s and
 real_time_deduplication, Spark's deduplication of the same inputs' union, and
 real_time_source_only, the union alone into the sink, and real_time_shuffle_only, the union
-shuffled by key into the sink; with `--flink`, Flink's MultiJoin too, flink_latency.py, with its default network buffer timeout and with none).
+shuffled by key into the sink; with `--flink`, Flink's MultiJoin too, flink_latency.py, with its
+default network buffer timeout and with none).
 
 `--cdc cdc_left10,cdc_star` runs, instead, the CDC benchmark (cdc.py): the changelog join of
 tables' Debezium changes into a noop sink and into Delta, and the foreachBatch recipe, at each of

@@ -63,13 +63,18 @@ def read_jobs(log: Path) -> dict[str, list[dict]]:
     return by_query
 
 
+def reading_from(job: dict) -> float:
+    """When all of `job`'s source tasks ran (epoch ms): from then its rows are read."""
+    return max(launch + deserialize for launch, _, deserialize in job["tasks"][0])
+
+
 def boundary_parts(jobs: list[dict], rows_ms: list[tuple[float, float]]) -> list[dict[str, float]]:
     """Each boundary's parts (ms), for one query's jobs and its rows' (due, arrival) times (epoch
     ms); of the boundaries that rows waited at."""
     parts = []
     for ended, next_job in zip(jobs, jobs[1:]):
         batch_end = min(finish for _, finish, _ in ended["tasks"][0])
-        running = max(launch + deserialize for launch, _, deserialize in next_job["tasks"][0])
+        running = reading_from(next_job)
         first_out = min((at for due, at in rows_ms if batch_end < due < running < at),
                         default=None)
         if first_out is None:
@@ -83,15 +88,10 @@ def boundary_parts(jobs: list[dict], rows_ms: list[tuple[float, float]]) -> list
     return parts
 
 
-def first_read_ms(log: Path, query_id: str) -> float:
-    """When the query's first job's source tasks all ran (epoch ms): from then its rows are read."""
-    first = read_jobs(log)[query_id][0]
-    return max(launch + deserialize for launch, _, deserialize in first["tasks"][0])
-
-
-def summary(log: Path, query_id: str, rows_ms: list[tuple[float, float]]) -> dict:
-    """The median of each part over the query's boundaries, and the first boundary's parts."""
-    parts = boundary_parts(read_jobs(log).get(query_id, []), rows_ms)
+def summary(jobs: list[dict], rows_ms: list[tuple[float, float]]) -> dict:
+    """The median of each part over one query's boundaries (`jobs`, as read_jobs gives them), and
+    the first boundary's parts."""
+    parts = boundary_parts(jobs, rows_ms)
     if not parts:
         return {}
     return {"boundaries": len(parts),

@@ -16,11 +16,10 @@ A real-time batch's end holds the rows due meanwhile until the next batch reads 
 tail is those pauses. Each is reported (the slowest row due near it), and so is p99 without the
 first: the first end after a query's start also commits the state's first version, which later
 ends do not. The driver's first real-time query is a mode of its own (see MODES); the others run
-on a warm driver (warm_up), and
-`real_time_source_only` is the four inputs' union into the sink, no state: what the source and
-the sink cost; `real_time_shuffle_only` shuffles that union by key first, as the join and the
-deduplication do: what the shuffle adds, and how long a key waits for the last of its four
-copies, which a join cannot beat (a deduplication waits for the first).
+on a warm driver (warm_up). `real_time_source_only` is the four inputs' union into the sink, no
+state: what the source and the sink cost; `real_time_shuffle_only` shuffles that union by key
+first, as the join and the deduplication do: what the shuffle adds, and how long a key waits for
+the last of its four copies, which a join cannot beat (a deduplication waits for the first).
 """
 
 from __future__ import annotations
@@ -140,12 +139,14 @@ def run_mode(spark: SparkSession, mode: str, rate: int, seconds: float, batch_se
     events = spark.conf.get("spark.eventLog.dir", None)
     if events is None:
         return summary(mode, rate, keys, arrived, starts, copies)
-    log, query_id = boundaries.event_log(Path(events.removeprefix("file:"))), str(query.id())
+    # The log holds the whole session: read once a run.
+    jobs = boundaries.read_jobs(boundaries.event_log(Path(events.removeprefix("file:"))))
+    jobs_of_query = jobs[str(query.id())]
     result = summary(mode, rate, keys, arrived, starts, copies,
-                     boundaries.first_read_ms(log, query_id) / 1000)
+                     boundaries.reading_from(jobs_of_query[0]) / 1000)
     if real_time:
         result["boundary_parts_ms"] = boundaries.summary(
-            log, query_id, [(due * 1000, at * 1000) for _, due, at in arrived])
+            jobs_of_query, [(due * 1000, at * 1000) for _, due, at in arrived])
     return result
 
 
@@ -229,12 +230,12 @@ def run_latency(spark: SparkSession, rates: list[int], seconds: float, batch_sec
     out.mkdir(parents=True, exist_ok=True)
     multi_join(spark).enabled = True
     results, warmed = [], False
+    warm_modes = [m for m in modes if m.startswith("real_time") and m != "real_time_first_query"]
     for rate in rates:
         for mode in modes:
-            if mode.startswith("real_time") and mode != "real_time_first_query" \
-                    and not warmed:
-                warmed = warm_up(spark, [m for m in modes if m.startswith("real_time")
-                                         and m != "real_time_first_query"], rate, work)
+            if mode in warm_modes and not warmed:
+                warm_up(spark, warm_modes, rate, work)
+                warmed = True
             if mode == "real_time_first_query" and results:
                 print(f"latency {mode} at {rate} rows/s: skipped, as the driver ran a query "
                       "before; run that rate alone for its first query", flush=True)
@@ -249,7 +250,7 @@ def run_latency(spark: SparkSession, rates: list[int], seconds: float, batch_sec
     print(f"wrote latency.json and latency.md to {out}")
 
 
-def warm_up(spark: SparkSession, modes: list[str], rate: int, work: Path) -> bool:
+def warm_up(spark: SparkSession, modes: list[str], rate: int, work: Path) -> None:
     """Runs each of `modes`' queries in micro-batches for WARM_UP_SECONDS, into noop, untimed:
     so that the multi-join and the deduplication are measured on the same warm driver. Without
     it, whichever ran after the micro-batch modes ran on a planner the JIT had compiled, and the
@@ -266,7 +267,6 @@ def warm_up(spark: SparkSession, modes: list[str], rate: int, work: Path) -> boo
             time.sleep(WARM_UP_SECONDS)
         finally:
             query.stop()
-    return True
 
 
 def markdown(results: list[dict], spark: SparkSession, batch_seconds: int) -> str:
@@ -291,8 +291,8 @@ def boundary_table(results: list[dict]) -> list[str]:
         return []
     lines = ["", "Where a boundary's pause goes (`scripts/bench/boundaries.py`): the median over "
              "the run's boundaries, ms, and the first boundary's in brackets.", "",
-             "| mode | rows/s per input | boundaries | "
-             + " | ".join(boundaries.PARTS) + " |", "| --- |" + " ---: |" * (2 + len(boundaries.PARTS))]
+             "| mode | rows/s per input | boundaries | " + " | ".join(boundaries.PARTS) + " |",
+             "| --- |" + " ---: |" * (2 + len(boundaries.PARTS))]
     for r in runs:
         parts = r["boundary_parts_ms"]
         lines.append(f"| {r['mode']} | {r['rate_per_input']:,} | {parts['boundaries']} | "
