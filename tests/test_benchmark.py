@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from random import Random
 
 import pytest
 
@@ -12,7 +13,7 @@ from scripts.bench import boundaries, metrics
 from scripts.bench.benchmark import chain_ratios, run_benchmark
 from scripts.bench.breakdown import batch_cost
 from scripts.bench.chart import orders_of_magnitude_apart
-from scripts.bench.latency import summary
+from scripts.bench.latency import INPUTS, query_frame, summary, timed
 from scripts.bench.report import breakdown_markdown, chain_cells, chain_v4_markdown
 from scripts.bench.runners import run_mode
 from scripts.bench.scale_report import scale_markdown, scale_ratios
@@ -221,6 +222,26 @@ def test_latency_times_every_row_due_once_the_querys_first_tasks_read():
     assert (result["untimed"], result["not_out"]) == (3, 1)
     assert (result["first_copy_p50_ms"], result["last_copy_p50_ms"]) == (200, 600)
     assert (result["first_copy_p99_ms"], result["last_copy_p99_ms"]) == (200, 600)
+
+
+def test_latency_time_bound_joins_within_it_and_deduplicates_on_key_and_time(spark):
+    # Per input, one row a key, sent up to 15 s from 100 s: with a bound of 10 s a key joins
+    # where each input's row is within 10 s of input 0's; the deduplication keeps one row per
+    # distinct (key, send time). The queries run here as batch queries over the same frames.
+    random = Random(4949)
+    sent = {key: [100_000 + random.randint(-15, 15) * 1000 for _ in range(INPUTS)]
+            for key in range(40)}
+    frames = [timed(spark.createDataFrame([(key, times[i]) for key, times in sent.items()],
+                                          f"k{i} long, sent{i} long"), i, 10)
+              for i in range(INPUTS)]
+    expected_joined = sorted((key, max(times)) for key, times in sent.items()
+                             if all(abs(t - times[0]) <= 10_000 for t in times))
+    assert 0 < len(expected_joined) < len(sent)
+    joined_rows = query_frame("real_time", frames, time_bound=10).collect()
+    assert sorted((r.k0, r.sent) for r in joined_rows) == expected_joined
+    distinct = query_frame("real_time_deduplication", frames, time_bound=10).collect()
+    assert len(distinct) == sum(len(set(times)) for times in sent.values())
+    assert sorted({r.k0 for r in distinct}) == sorted(sent)
 
 
 def test_boundary_parts_split_the_pause_from_the_event_log(tmp_path):

@@ -35,6 +35,7 @@ input) in Spark 4.3's real-time mode and in micro-batches (latency.py), on `loca
 `latency.json` and `latency.md`: each output row's time from its last input row's send to the
 sink, p50, p99 and max, the pause at each real-time batch boundary, and p99 after the first
 (`--latency-batch` sets the real-time batch's length in seconds, 10 by default;
+`--latency-time-bound S` joins the inputs within S seconds of event time, for bounded state;
 `--latency-modes` picks runs among real_time_first_query (the driver's first real-time query,
 which pays what its JVM does once), real_time, micro_batch_0s, micro_batch_1s and
 real_time_deduplication, Spark's deduplication of the same inputs' union, and
@@ -98,6 +99,9 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--latency-seconds", type=float, default=20)
     parser.add_argument("--latency-batch", type=int, default=10, metavar="SECONDS",
                         help="the length of a real-time batch in the latency runs")
+    parser.add_argument("--latency-time-bound", type=int, default=None, metavar="SECONDS",
+                        help="the latency runs' inputs join (and deduplicate) within this "
+                        "bound of event time, with watermarks as far behind: bounded state")
     parser.add_argument("--latency-modes", default="real_time_first_query,real_time,"
                         "micro_batch_0s,micro_batch_1s,real_time_deduplication,"
                         "real_time_source_only,real_time_shuffle_only",
@@ -152,6 +156,13 @@ def main_cdc(args: argparse.Namespace) -> None:
     spark.stop()
 
 
+def main_latency(spark: SparkSession, args: argparse.Namespace) -> None:
+    modes = args.latency_modes.split(",") + (list(FLINK_MODES) if args.flink else [])
+    run_latency(spark, [int(r) for r in args.latency.split(",")], args.latency_seconds,
+                args.latency_batch, modes, args.out, args.work / "latency",
+                args.latency_time_bound)
+
+
 def main() -> None:
     args = arguments()
     if args.cdc:
@@ -177,9 +188,7 @@ def main() -> None:
     at_scale = [w for w in chosen if w.name in SCALE_NAMES]
     others = [w for w in chosen if w.name not in SCALE_NAMES]
     if args.latency:
-        modes = args.latency_modes.split(",") + (list(FLINK_MODES) if args.flink else [])
-        run_latency(spark, [int(r) for r in args.latency.split(",")], args.latency_seconds,
-                    args.latency_batch, modes, args.out, args.work / "latency")
+        main_latency(spark, args)
     elif args.soak:
         run_soak(spark, args.soak, args.out, args.work / "soak", args.cap_minutes * 60)
     elif args.breakdown:

@@ -20,6 +20,11 @@ on a warm driver (warm_up). `real_time_source_only` is the four inputs' union in
 state: what the source and the sink cost; `real_time_shuffle_only` shuffles that union by key
 first, as the join and the deduplication do: what the shuffle adds, and how long a key waits for
 the last of its four copies, which a join cannot beat (a deduplication waits for the first).
+
+With a time bound (`--latency-time-bound`), each input has an event time (its `sent_ms`) with a
+watermark that delay behind, the join's inputs join only within that bound of the first's, and
+the deduplication is on the key and that time: both keep their state bounded and remove what
+the watermark passed at each batch's end, as long runs in production do.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from scripts.bench import boundaries
+from scripts.bench.latency_report import markdown
 from spark_multijoin import multi_join
 
 INPUTS = 4
@@ -66,28 +72,47 @@ GRACE_SECONDS = 30
 WARM_UP_SECONDS = 20
 
 
-def paced_inputs(spark: SparkSession, rate: int, rows: int, start_ms: int) -> list[DataFrame]:
-    """The four inputs: keys 0..rows-1 at `rate` a second from `start_ms`, as (k<i>, sent<i>)."""
-    return [spark.readStream.format(PACED_SOURCE).option("rowsPerSecond", rate)
-            .option("rows", rows).option("startMillis", start_ms).load()
-            .select(F.col("key").alias(f"k{i}"), F.col("sent_ms").alias(f"sent{i}"))
-            for i in range(INPUTS)]
+def paced_inputs(spark: SparkSession, rate: int, rows: int, start_ms: int,
+                 time_bound: int | None = None) -> list[DataFrame]:
+    """The four inputs: keys 0..rows-1 at `rate` a second from `start_ms`, as (k<i>, sent<i>),
+    with a time bound also t<i>, the send time as event time, its watermark that far behind."""
+    frames = [spark.readStream.format(PACED_SOURCE).option("rowsPerSecond", rate)
+              .option("rows", rows).option("startMillis", start_ms).load()
+              for _ in range(INPUTS)]
+    return [timed(frame.select(F.col("key").alias(f"k{i}"), F.col("sent_ms").alias(f"sent{i}")),
+                  i, time_bound) for i, frame in enumerate(frames)]
 
 
-def joined(frames: list[DataFrame]) -> DataFrame:
+def timed(frame: DataFrame, i: int, time_bound: int | None) -> DataFrame:
+    """Input `i` (k<i>, sent<i>) with its event time t<i> and watermark, given a time bound."""
+    if time_bound is None:
+        return frame
+    return (frame.withColumn(f"t{i}", F.timestamp_millis(f"sent{i}"))
+            .withWatermark(f"t{i}", f"{time_bound} seconds"))
+
+
+def joined(frames: list[DataFrame], time_bound: int | None = None) -> DataFrame:
     result = frames[0]
     for i, frame in enumerate(frames[1:], start=1):
-        result = result.join(frame, result["k0"] == frame[f"k{i}"])
+        on = result["k0"] == frame[f"k{i}"]
+        if time_bound is not None:
+            bound = F.expr(f"INTERVAL {time_bound} SECONDS")
+            on = on & frame[f"t{i}"].between(result["t0"] - bound, result["t0"] + bound)
+        result = result.join(frame, on)
     return result.select("k0", F.greatest(*[f"sent{i}" for i in range(INPUTS)]).alias("sent"))
 
 
-def query_frame(mode: str, frames: list[DataFrame]) -> DataFrame:
+def query_frame(mode: str, frames: list[DataFrame], time_bound: int | None = None) -> DataFrame:
     """What `mode` writes: (key, sent ms) per row."""
     if mode in UNIONS:
-        union = functools.reduce(DataFrame.union, frames).toDF("k0", "sent")
-        return {"real_time_deduplication": union.dropDuplicates(["k0"]),
-                "real_time_shuffle_only": union.repartition("k0")}.get(mode, union)
-    return joined(frames)
+        union = functools.reduce(DataFrame.union, frames)
+        union = union.toDF("k0", "sent", *(["t"] if time_bound is not None else []))
+        # The key's copies share their send time: on (key, time), the watermark bounds the state.
+        distinct = union.dropDuplicates(["k0"] + (["t"] if time_bound is not None else []))
+        return {"real_time_deduplication": distinct,
+                "real_time_shuffle_only": union.repartition("k0")}.get(mode, union) \
+            .select("k0", "sent")
+    return joined(frames, time_bound)
 
 
 def compiled_writer(classes: Path) -> Path:
@@ -111,20 +136,20 @@ def run_flink_mode(mode: str, rate: int, seconds: float, work: Path) -> dict:
 
 
 def run_mode(spark: SparkSession, mode: str, rate: int, seconds: float, batch_seconds: int,
-             work: Path) -> dict:
+             work: Path, time_bound: int | None = None) -> dict:
     """One run of `mode` at `rate` keys a second per input: the latencies and the check."""
     arrivals, checkpoint = work / f"{mode}-{rate}" / "arrivals", work / f"{mode}-{rate}" / "cp"
     shutil.rmtree(arrivals.parent, ignore_errors=True)
     arrivals.mkdir(parents=True)
     keys = int(rate * seconds)
     start = time.time() + LEAD_SECONDS
-    frames = paced_inputs(spark, rate, keys, int(start * 1000))
+    frames = paced_inputs(spark, rate, keys, int(start * 1000), time_bound)
     jvm = spark._jvm  # type: ignore[attr-defined]
     triggers = jvm.org.apache.spark.sql.streaming.Trigger
     real_time = mode.startswith("real_time")
     trigger = (triggers.RealTime(f"{batch_seconds} seconds") if real_time
                else triggers.ProcessingTime(mode.rsplit("_", 1)[1].replace("s", " seconds")))
-    query = (query_frame(mode, frames)._jdf.writeStream().outputMode("update")
+    query = (query_frame(mode, frames, time_bound)._jdf.writeStream().outputMode("update")
              .foreach(jvm.multijoinbench.ArrivalWriter(str(arrivals)))
              .option("checkpointLocation", str(checkpoint)).trigger(trigger).start())
     copies = INPUTS if mode in UNIONS and mode != "real_time_deduplication" else 1
@@ -223,7 +248,7 @@ def pct(latencies: list[float], p: float) -> float | None:
 
 
 def run_latency(spark: SparkSession, rates: list[int], seconds: float, batch_seconds: int,
-                modes: list[str], out: Path, work: Path) -> None:
+                modes: list[str], out: Path, work: Path, time_bound: int | None = None) -> None:
     if unknown := set(modes) - set(MODES) - set(FLINK_MODES):
         raise SystemExit(f"--latency-modes: unknown mode(s) {', '.join(sorted(unknown))}; "
                          f"choose from {', '.join([*MODES, *FLINK_MODES])}")
@@ -234,7 +259,7 @@ def run_latency(spark: SparkSession, rates: list[int], seconds: float, batch_sec
     for rate in rates:
         for mode in modes:
             if mode in warm_modes and not warmed:
-                warm_up(spark, warm_modes, rate, work)
+                warm_up(spark, warm_modes, rate, work, time_bound)
                 warmed = True
             if mode == "real_time_first_query" and results:
                 print(f"latency {mode} at {rate} rows/s: skipped, as the driver ran a query "
@@ -242,76 +267,32 @@ def run_latency(spark: SparkSession, rates: list[int], seconds: float, batch_sec
                 continue
             print(f"latency {mode} at {rate} rows/s per input ...", flush=True)
             results.append(run_flink_mode(mode, rate, seconds, work) if mode in FLINK_MODES
-                           else run_mode(spark, mode, rate, seconds, batch_seconds, work))
+                           else run_mode(spark, mode, rate, seconds, batch_seconds, work,
+                                         time_bound))
             print(f"    {results[-1]}", flush=True)
             # After each run, so that a run that fails later loses none before it.
             (out / "latency.json").write_text(json.dumps(results, indent=2))
-            (out / "latency.md").write_text(markdown(results, spark, batch_seconds))
+            (out / "latency.md").write_text(
+                markdown(results, spark.sparkContext, batch_seconds, time_bound))
     print(f"wrote latency.json and latency.md to {out}")
 
 
-def warm_up(spark: SparkSession, modes: list[str], rate: int, work: Path) -> None:
+def warm_up(spark: SparkSession, modes: list[str], rate: int, work: Path,
+            time_bound: int | None = None) -> None:
     """Runs each of `modes`' queries in micro-batches for WARM_UP_SECONDS, into noop, untimed:
     so that the multi-join and the deduplication are measured on the same warm driver. Without
     it, whichever ran after the micro-batch modes ran on a planner the JIT had compiled, and the
     other did not."""
     for mode in modes:
         print(f"warm-up: {mode} in micro-batches for {WARM_UP_SECONDS} s, untimed", flush=True)
-        frames = paced_inputs(spark, rate, int(rate * WARM_UP_SECONDS), int(time.time() * 1000))
+        frames = paced_inputs(spark, rate, int(rate * WARM_UP_SECONDS), int(time.time() * 1000),
+                              time_bound)
         checkpoint = work / f"warm-up-{mode}-{rate}"
         shutil.rmtree(checkpoint, ignore_errors=True)
-        query = (query_frame(mode, frames).writeStream.format("noop").outputMode("update")
+        query = (query_frame(mode, frames, time_bound).writeStream.format("noop").outputMode("update")
                  .option("checkpointLocation", str(checkpoint))
                  .trigger(processingTime="0 seconds").start())
         try:
             time.sleep(WARM_UP_SECONDS)
         finally:
             query.stop()
-
-
-def markdown(results: list[dict], spark: SparkSession, batch_seconds: int) -> str:
-    slots = spark.sparkContext.defaultParallelism
-    lines = [f"4-way inner multi-join, one key per row, {slots} task slots "
-             f"(`{spark.sparkContext.master}`), real-time batches of {batch_seconds} s.", "",
-             "| mode | rows/s per input | keys sent | rows out | due before the first read (not "
-             "timed) | duplicated | not out at the end | p50 ms | p99 ms | max ms | p99 after the "
-             "first boundary ms | pause at each boundary ms |", "| --- |" + " ---: |" * 11]
-    lines += [f"| {r['mode']} | {r['rate_per_input']:,} | {r['keys_sent']:,} | "
-              f"{r['rows_out']:,} | {r.get('untimed', '')} | {r['duplicated']} | "
-              f"{r['not_out']:,} | {r['p50_ms']} | "
-              f"{r['p99_ms']} | {r['max_ms']} | {r['p99_after_first_boundary_ms'] or ''} | "
-              f"{', '.join(map(str, r['boundary_pauses_ms']))} |" for r in results]
-    return "\n".join(lines + boundary_table(results) + copies_table(results)) + "\n"
-
-
-def boundary_table(results: list[dict]) -> list[str]:
-    """Where each real-time mode's boundary pauses went (boundaries.py)."""
-    runs = [r for r in results if r.get("boundary_parts_ms")]
-    if not runs:
-        return []
-    lines = ["", "Where a boundary's pause goes (`scripts/bench/boundaries.py`): the median over "
-             "the run's boundaries, ms, and the first boundary's in brackets.", "",
-             "| mode | rows/s per input | boundaries | " + " | ".join(boundaries.PARTS) + " |",
-             "| --- |" + " ---: |" * (2 + len(boundaries.PARTS))]
-    for r in runs:
-        parts = r["boundary_parts_ms"]
-        lines.append(f"| {r['mode']} | {r['rate_per_input']:,} | {parts['boundaries']} | "
-                     + " | ".join(f"{parts['median'][part]} ({parts['first'][part]})"
-                                  for part in boundaries.PARTS) + " |")
-    return lines
-
-
-def copies_table(results: list[dict]) -> list[str]:
-    """What the union alone gives a key's four copies (real_time_source_only and _shuffle_only)."""
-    runs = [r for r in results if r.get("last_copy_p50_ms") is not None]
-    if not runs:
-        return []
-    lines = ["", "The four inputs' union, no state: of a key's four copies, the first out (what a "
-             "deduplication of the union waits for) and the last out (what a join of the inputs "
-             "waits for at the least), ms.", "",
-             "| mode | rows/s per input | first copy p50 | first copy p99 | last copy p50 | "
-             "last copy p99 |", "| --- |" + " ---: |" * 5]
-    lines += [f"| {r['mode']} | {r['rate_per_input']:,} | {r['first_copy_p50_ms']} | "
-              f"{r['first_copy_p99_ms']} | {r['last_copy_p50_ms']} | {r['last_copy_p99_ms']} |"
-              for r in runs]
-    return lines
