@@ -256,14 +256,19 @@ case class StreamingMultiJoinExec(
     // A row past its TTL joins nothing from this batch on, so it goes before any row is joined.
     batchStartMs.foreach(now => metric(NUM_ROWS_EXPIRED_BY_TTL) += ttlExpiry.expire(state, now))
     val updateStartTimeNs = System.nanoTime
-    val rows = joinedRows(info, context, state, taggedRows)
+    val eviction = Option.when(context.realTime)(
+      new EvictionOnArrival(state, evictionBounds(context.lateRowsWatermarkMs)))
+    val rows =
+      joinedRows(info, context, state, eviction.fold(taggedRows)(_.whileArriving(taggedRows)))
     val numOutputRows = metric(NUM_OUTPUT_ROWS)
     onExhaustion(rows.map { row => numOutputRows += 1; row }) {
       // The rows still held are written now, so that their writing counts as updates, not as
       // the removals or the commit that would write them first.
       state.writeAppendedRows()
-      metric(ALL_UPDATES_TIME_MS) += NANOSECONDS.toMillis(System.nanoTime - updateStartTimeNs)
-      metric(ALL_REMOVALS_TIME_MS) += timeTakenMs(evict(state, context.evictionWatermarkMs))
+      metric(ALL_UPDATES_TIME_MS) += NANOSECONDS.toMillis(System.nanoTime - updateStartTimeNs) -
+        eviction.fold(0L)(_.removalMs)
+      metric(ALL_REMOVALS_TIME_MS) += eviction.fold(
+        timeTakenMs(state.evict(evictionBounds(context.evictionWatermarkMs): _*)))(_.remainder())
       if (ttlExpiry.isSet) ttlExpiry.nextDueMs(state).foreach(nextTtlDueMs.add)
       metric(COMMIT_TIME_MS) += timeTakenMs(state.commit())
       StateStoreShim.committedCheckpoint(store, conf).foreach(setStateStoreCheckpointInfo)
@@ -307,11 +312,11 @@ case class StreamingMultiJoinExec(
       newlyFinal.iterator.flatMap(padder.padFinal(decider, _))
     }
 
-  /** Removes each evictable input's rows at or below its bound under the watermark. */
-  private def evict(state: MultiJoinStateManager, evictionWatermarkMs: Option[Long]): Unit =
-    state.evict(evictable.flatMap { input =>
-      evictionWatermarkMs.map(watermark => input -> (watermark + evictionOffsets(input).get) * 1000)
-    }: _*)
+  /** Per evictable input, the bound (micros) its rows are evicted at or below under `watermarkMs`. */
+  private def evictionBounds(watermarkMs: Option[Long]): Seq[(Int, Long)] =
+    evictable.flatMap { input =>
+      watermarkMs.map(watermark => input -> (watermark + evictionOffsets(input).get) * 1000)
+    }
 
   /** The state's metrics, once the partition's batch is committed. */
   private def reportState(state: MultiJoinStateManager, store: StateStore): Unit = {

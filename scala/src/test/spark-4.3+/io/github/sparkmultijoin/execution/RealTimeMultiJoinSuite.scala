@@ -67,13 +67,14 @@ class RealTimeMultiJoinSuite extends MultiJoinSuiteBase {
     }
   }
 
-  test("a time-bounded multi-join: rows join within their bounds, and eviction at a batch's " +
-    "end loses nothing") {
+  test("a time-bounded multi-join: rows join within their bounds, and eviction while rows " +
+    "arrive loses nothing") {
     // Rounds 80 s of event time apart and bounds of 10 s: each round joins only itself. Once a
     // batch starts with the watermark (30 s behind) past a round, even an input two bounds from
-    // another (20 s) has nothing left to join with that round's rows: they are evicted.
+    // another (20 s) has nothing left to join with that round's rows: the next batch, whose
+    // late-rows watermark that is, evicts them while its rows arrive (here: at its end).
     val random = new Random(3939)
-    val rounds = Seq.tabulate(3)(round =>
+    val rounds = Seq.tabulate(4)(round =>
       Seq.fill(Inputs)(
         Seq.fill(5)((random.nextInt(3), round * 100 + random.nextInt(20)))))
     val expected = rounds.indices.map(last =>
@@ -93,10 +94,13 @@ class RealTimeMultiJoinSuite extends MultiJoinSuiteBase {
             received.awaitBatch(round + 1)
           }
           assert(canonical(received.rows) == expected.last, "nothing more, nothing twice")
-          // The third batch started with the watermark past round 0 only.
-          val third = received.query.recentProgress.find(_.batchId == 2).get
-          assert(third.stateOperators.map(_.numRowsTotal).sum == 2 * Inputs * 5,
-            "at its end the rows of rounds 1 and 2 are stored, round 0's evicted")
+          // The third batch started with the watermark past round 0 only; the fourth evicts.
+          val progress = received.query.recentProgress
+          def state(batch: Int) = progress.find(_.batchId == batch).get.stateOperators.head
+          assert((state(2).numRowsTotal, state(2).numRowsRemoved) == (3L * Inputs * 5, 0L),
+            "at the third batch's end, rounds 0 to 2 are stored")
+          assert((state(3).numRowsTotal, state(3).numRowsRemoved) == (3L * Inputs * 5, Inputs * 5L),
+            "the fourth evicted round 0's")
           assert(received.planHasMultiJoin)
         } finally received.query.stop()
       }

@@ -184,11 +184,29 @@ private class ColumnFamiliesPartition(
   override def valuesUnder(key: UnsafeRow): Iterator[UnsafeRow] =
     store.valuesIterator(key, RowsFamily)
 
-  override def evict(bounds: Seq[(Int, Long)]): Array[Long] = {
+  override def evict(bounds: Seq[(Int, Long)], limit: Int): Array[Long] = {
     val due = bounds.flatMap { case (input, maxTimeMicros) =>
-      takeKeysAtOrBelow(timeFamilies(input), maxTimeMicros).map(rowIdOfTimeKey(_).copy())
+      takeDue(timeFamilies(input), maxTimeMicros, limit).map(rowIdOfTimeKey(_).copy())
     }
     shape.perInput(removeRows(due).iterator.map(_._2))
+  }
+
+  // Eviction in chunks continues one scan per index; evicting all of the rest ends it.
+  private val cursors = mutable.HashMap.empty[String, TimeIndexCursor]
+
+  /** The keys of `family` due under `bound`, `limit` at the most, each taken off the index. */
+  private def takeDue(family: String, bound: Long, limit: Int): Array[UnsafeRow] = {
+    val keys =
+      if (limit < Int.MaxValue) {
+        cursors.getOrElseUpdate(family, new TimeIndexCursor(store, family)).take(bound, limit)
+      } else {
+        cursors.remove(family).fold(keysAtOrBelow(family, bound)) { cursor =>
+          try cursor.take(bound, limit)
+          finally cursor.close()
+        }
+      }
+    keys.foreach(store.remove(_, family))
+    keys
   }
 
   override def newlyFinal(

@@ -133,9 +133,12 @@ private[sparkmultijoin] trait LayoutPartition {
 
   /**
    * Removes, per (input, bound) in `bounds`, the rows of the input with an event time at or
-   * below the bound (micros). Returns how many of each input's rows were removed.
+   * below the bound (micros): the earliest `limit` of them, where the layout keeps rows in time
+   * order, else all. A layout may continue one scan from such a call to the next, until a call
+   * without a limit, and leave to a later scan the rows stored after it began. Returns how many
+   * of each input's rows were removed.
    */
-  def evict(bounds: Seq[(Int, Long)]): Array[Long]
+  def evict(bounds: Seq[(Int, Long)], limit: Int): Array[Long]
 
   /**
    * The rows of `input` with an event time at or below `atOrBelowMicros` for which

@@ -185,12 +185,18 @@ class MultiJoinStateManager(
    * Removes, per (input, bound) in `bounds`, the rows of the input whose event time is at or
    * below the bound (micros). Returns how many were removed.
    */
-  def evict(bounds: (Int, Long)*): Long = {
+  def evict(bounds: (Int, Long)*): Long = evictAtMost(Int.MaxValue, bounds)
+
+  /**
+   * [[evict]] in part: of each input, the earliest `limit` of its rows due, where the layout
+   * keeps them in time order (else all). Returns how many were removed.
+   */
+  def evictAtMost(limit: Int, bounds: Seq[(Int, Long)]): Long = {
     bounds.foreach { case (input, _) =>
       require(timeOrdinals(input).isDefined, s"input $input has no event time to evict by")
     }
     writeAppendedRows()
-    removed(partition.evict(bounds))
+    removed(partition.evict(bounds, limit))
   }
 
   /**

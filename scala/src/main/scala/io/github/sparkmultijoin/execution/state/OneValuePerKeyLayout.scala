@@ -135,7 +135,8 @@ private class OneValuePerKeyPartition(
       store.put(rowsKey(key), storeValue(value))
     }
 
-  override def evict(bounds: Seq[(Int, Long)]): Array[Long] = {
+  // Its rows are in no order: it scans them all, and removes every due one.
+  override def evict(bounds: Seq[(Int, Long)], limit: Int): Array[Long] = {
     val byInput = bounds.toMap
     removeByScan(value =>
       byInput.get(value.getInt(InputOrdinal)).exists(bound => shape.eventTime(value) <= bound))

@@ -6,6 +6,7 @@ import scala.collection.mutable
 import scala.util.Random
 
 import io.github.sparkmultijoin.MultiJoinSuiteBase
+import io.github.sparkmultijoin.execution.EvictionOnArrival
 import io.github.sparkmultijoin.execution.state.ColumnFamiliesLayout.{RowsFamily, timeFamily}
 import io.github.sparkmultijoin.execution.state.StoredRow.{BatchIdOrdinal, InputOrdinal, RowIndexOrdinal}
 import io.github.sparkmultijoin.model.StateLayoutVersion
@@ -404,6 +405,60 @@ class MultiJoinStateManagerSuite extends MultiJoinSuiteBase {
       inBatchWithStore(provider, 1, memoryBytes = 2000) { (state, store) =>
         (1 to 100).foreach(v => append(state, 0, 2, v))
         assert(rawValues(store, 2).nonEmpty, "written past the memory bound, unread")
+      }
+    }
+  }
+
+  test("eviction in part removes the earliest due rows of each input, in time order") {
+    withProvider { provider =>
+      val random = new Random(5151)
+      val times = Seq.fill(2)(Seq.fill(30)(random.nextInt(100).toLong))
+      inBatch(provider, 0) { state =>
+        for (input <- 0 to 1; (t, v) <- times(input).zipWithIndex) append(state, input, v % 3, v, t)
+        state.commit()
+      }
+      inBatch(provider, 1) { state =>
+        val due = times.map(_.filter(_ <= 60L).sorted)
+        var removed = Seq(0L, 0L)
+        // Chunks of 4 per input, until a chunk finds none: each takes the earliest still stored.
+        while (state.evictAtMost(4, Seq(0 -> 60L, 1 -> 60L)) > 0) {
+          val left = (0 to 1).map(i => (0 until 3).flatMap(valuesUnder(state, i, _)).toSet)
+          val now = (0 to 1).map(i => (times(i).length - left(i).size).toLong)
+          assert((0 to 1).forall(i => now(i) - removed(i) == (due(i).length - removed(i)).min(4)))
+          for (i <- 0 to 1) {
+            val (stored, gone) = times(i).indices.partition(left(i))
+            val latestGone = gone.map(times(i)).maxOption.getOrElse(Long.MinValue)
+            assert(stored.map(times(i)).forall(t => t > 60L || t >= latestGone), "earliest first")
+          }
+          removed = now
+        }
+        assert(removed == due.map(_.length.toLong), "every due row, and no other")
+        val kept = (0 to 1).map(i =>
+          (0 until 3).flatMap(valuesUnder(state, i, _)).map(v => times(i)(v)).sorted)
+        assert(kept == times.map(_.filter(_ > 60L).sorted))
+      }
+    }
+  }
+
+  test("eviction on arrival removes due rows in chunks as rows arrive, the rest at their end") {
+    withProvider { provider =>
+      inBatch(provider, 0) { state =>
+        (0 until 600).foreach(v => append(state, 0, v % 7, v, v.toLong))
+        state.commit()
+      }
+      inBatch(provider, 1) { state =>
+        import EvictionOnArrival.{ChunkEvery, ChunkRows}
+        val eviction = new EvictionOnArrival(state, Seq(0 -> 499L))
+        val arriving = eviction.whileArriving(Iterator.range(0, 3 * ChunkEvery))
+        def stored = (0 until 7).map(valuesUnder(state, 0, _).length).sum
+        for (chunk <- 1 to 3) {
+          (1 to ChunkEvery).foreach(_ => arriving.next())
+          assert(stored == 600 - chunk * ChunkRows, s"after chunk $chunk")
+        }
+        assert(!arriving.hasNext)
+        eviction.remainder() // the last 116 of the 500 due
+        assert(state.numEvictedRows == 500 && stored == 100)
+        assert((0 until 7).flatMap(valuesUnder(state, 0, _)).min == 500)
       }
     }
   }
