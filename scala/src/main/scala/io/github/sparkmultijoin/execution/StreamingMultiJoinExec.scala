@@ -139,9 +139,7 @@ case class StreamingMultiJoinExec(
     EventTimeBounds.finalOffsets(inputs, conjuncts, tree)
 
   private lazy val evictable: Seq[Int] =
-    inputs.indices.filter { input =>
-      eventTimes(input).isDefined && evictionOffsets(input).isDefined
-    }
+    inputs.indices.filter(input => eventTimes(input).isDefined && evictionOffsets(input).isDefined)
 
   private lazy val ttlExpiry = new StateTtlExpiry(stateTtlsMs)
 
@@ -262,18 +260,28 @@ case class StreamingMultiJoinExec(
       joinedRows(info, context, state, eviction.fold(taggedRows)(_.whileArriving(taggedRows)))
     val numOutputRows = metric(NUM_OUTPUT_ROWS)
     onExhaustion(rows.map { row => numOutputRows += 1; row }) {
-      // The rows still held are written now, so that their writing counts as updates, not as
-      // the removals or the commit that would write them first.
-      state.writeAppendedRows()
-      metric(ALL_UPDATES_TIME_MS) += NANOSECONDS.toMillis(System.nanoTime - updateStartTimeNs) -
-        eviction.fold(0L)(_.removalMs)
-      metric(ALL_REMOVALS_TIME_MS) += eviction.fold(
-        timeTakenMs(state.evict(evictionBounds(context.evictionWatermarkMs): _*)))(_.remainder())
-      if (ttlExpiry.isSet) ttlExpiry.nextDueMs(state).foreach(nextTtlDueMs.add)
-      metric(COMMIT_TIME_MS) += timeTakenMs(state.commit())
-      StateStoreShim.committedCheckpoint(store, conf).foreach(setStateStoreCheckpointInfo)
-      reportState(state, store)
+      endBatch(context, state, store, eviction, updateStartTimeNs)
     }
+  }
+
+  /** Once the partition's rows ended: what is due evicted, the state committed and reported. */
+  private def endBatch(
+      context: MicroBatchContext,
+      state: MultiJoinStateManager,
+      store: StateStore,
+      eviction: Option[EvictionOnArrival],
+      updateStartTimeNs: Long): Unit = {
+    // The rows still held are written now, so that their writing counts as updates, not as
+    // the removals or the commit that would write them first.
+    state.writeAppendedRows()
+    metric(ALL_UPDATES_TIME_MS) += NANOSECONDS.toMillis(System.nanoTime - updateStartTimeNs) -
+      eviction.fold(0L)(_.removalMs)
+    metric(ALL_REMOVALS_TIME_MS) += eviction.fold(
+      timeTakenMs(state.evict(evictionBounds(context.evictionWatermarkMs): _*)))(_.remainder())
+    if (ttlExpiry.isSet) ttlExpiry.nextDueMs(state).foreach(nextTtlDueMs.add)
+    metric(COMMIT_TIME_MS) += timeTakenMs(state.commit())
+    StateStoreShim.committedCheckpoint(store, conf).foreach(setStateStoreCheckpointInfo)
+    reportState(state, store)
   }
 
   /** The rows the partition's tagged rows join into, in real time or as one batch. */
