@@ -23,8 +23,9 @@ the last of its four copies, which a join cannot beat (a deduplication waits for
 
 With a time bound (`--latency-time-bound`), each input has an event time (its `sent_ms`) with a
 watermark that delay behind, the join's inputs join only within that bound of the first's, and
-the deduplication is on the key and that time: both keep their state bounded and remove what
-the watermark passed at each batch's end, as long runs in production do.
+the deduplication is on the key and that time: both keep their state bounded, as long runs in
+production do, and remove what the watermark passed (the multi-join while rows arrive, Spark's
+deduplication at each batch's end).
 """
 
 from __future__ import annotations
@@ -105,10 +106,10 @@ def joined(frames: list[DataFrame], time_bound: int | None = None) -> DataFrame:
 def query_frame(mode: str, frames: list[DataFrame], time_bound: int | None = None) -> DataFrame:
     """What `mode` writes: (key, sent ms) per row."""
     if mode in UNIONS:
-        union = functools.reduce(DataFrame.union, frames)
-        union = union.toDF("k0", "sent", *(["t"] if time_bound is not None else []))
+        event_time = ["t"] if time_bound is not None else []
+        union = functools.reduce(DataFrame.union, frames).toDF("k0", "sent", *event_time)
         # The key's copies share their send time: on (key, time), the watermark bounds the state.
-        distinct = union.dropDuplicates(["k0"] + (["t"] if time_bound is not None else []))
+        distinct = union.dropDuplicates(["k0", *event_time])
         return {"real_time_deduplication": distinct,
                 "real_time_shuffle_only": union.repartition("k0")}.get(mode, union) \
             .select("k0", "sent")
