@@ -3,6 +3,8 @@ package io.github.sparkmultijoin
 import scala.collection.mutable.ArrayBuffer
 
 import org.apache.spark.sql.{DataFrame, Row}
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.streaming.runtime.StreamingQueryWrapper
 import org.apache.spark.sql.streaming.StreamingQuery
 
 /**
@@ -36,6 +38,10 @@ trait QuerySteps extends AutoCloseable {
   def stateMetric(operator: String, name: String): Seq[Long] =
     query.lastProgress.stateOperators.toSeq.filter(_.operatorName == operator)
       .map(_.customMetrics.get(name).longValue)
+
+  /** The physical plan of the last batch, as the query ran it. */
+  def lastPlan: SparkPlan =
+    query.asInstanceOf[StreamingQueryWrapper].streamingQuery.lastExecution.executedPlan
 
   override def close(): Unit = query.stop()
 }

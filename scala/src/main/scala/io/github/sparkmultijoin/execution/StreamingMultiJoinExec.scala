@@ -20,8 +20,8 @@ import org.apache.spark.sql.catalyst.types.DataTypeUtils
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.SQLMetric
 import org.apache.spark.sql.execution.streaming.operators.stateful.{SchemaValidationUtils, StateStoreWriter, StatefulOperatorCustomMetric, StatefulOperatorStateInfo}
-import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, OperatorStateMetadata, StateSchemaValidationResult, StateStore, StateStoreColFamilySchema, StateStoreOps}
-import org.apache.spark.sql.multijoin.{MultiJoinConf, RealTimeModeShim, StateSchemaWrite, StateStoreShim}
+import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, OperatorStateMetadata, StateSchemaValidationResult, StateStore, StateStoreColFamilySchema}
+import org.apache.spark.sql.multijoin.{MultiJoinConf, RealTimeModeShim, SelfCountingStoreShim, StateSchemaWrite, StateStoreShim}
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -227,11 +227,9 @@ case class StreamingMultiJoinExec(
     timeOrdinals; evictionOffsets; finalOffsets; evictable; if (ttlExpiry.isSet) nextTtlDueMs
     if (context.realTime) RealTimeModeShim.warmUpBatchEnd()
     val opened = MultiJoinStateLayout(layout).storeSchemas(getColFamilySchemas(false))
-    child.execute().mapPartitionsWithStateStore(
-      info, opened.keySchema, opened.valueSchema, NoPrefixKeyStateEncoderSpec(opened.keySchema),
-      session.sessionState, Some(StateStoreShim.stateStoreCoordinator(session)),
-      useColumnFamilies = opened.useColumnFamilies)(
-      processPartition(info, context, batchRowsMemory(context), layout))
+    SelfCountingStoreShim.mapPartitionsWithStateStore(child.execute(), info, opened.keySchema,
+      opened.valueSchema, NoPrefixKeyStateEncoderSpec(opened.keySchema), session,
+      opened.useColumnFamilies)(processPartition(info, context, batchRowsMemory(context), layout))
   }
 
   // A long batch of real-time mode writes its rows as they come: held to its end, they would all

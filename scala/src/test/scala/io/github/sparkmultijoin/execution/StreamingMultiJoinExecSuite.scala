@@ -9,7 +9,10 @@ import io.github.sparkmultijoin.{MultiJoinSuiteBase, SteppedInputs, StreamingSte
 import io.github.sparkmultijoin.StreamingSteps.canonical
 
 import org.apache.spark.sql.{DataFrame, Row}
+import org.apache.spark.sql.execution.streaming.state.StateStoreConf
 import org.apache.spark.sql.functions.{col, expr}
+import org.apache.spark.sql.multijoin.SelfCountingStoreShim
+import org.apache.spark.sql.multijoin.SelfCountingStoreShim.TrackRowsKey
 
 /**
  * When the operator emits rows and what it keeps, micro-batch by micro-batch, in the style of
@@ -217,6 +220,27 @@ class StreamingMultiJoinExecSuite extends MultiJoinSuiteBase {
         assert(expected.exists(row => row.contains("AB") || row.contains("Ab")), expected)
         assert(canonical(emitted) == expected)
         assert(run.stateRows("multiJoin").nonEmpty, "the multi-join ran it")
+      }
+    }
+  }
+
+  test("its stores leave the count of keys to it: it counts the rows it stores itself") {
+    val inputs = new SteppedInputs[Keyed](spark, columns(3, "k", "v"))
+    withConf(TrackRowsKey -> "true") {
+      withTempDir { dir =>
+        def build(frames: Seq[DataFrame]) = frames(0)
+          .join(frames(1), col("k0") === col("k1"))
+          .join(frames(2), col("k1") === col("k2"))
+        withSteps(build(inputs.streaming), dir, enabled = true) { run =>
+          (0 until 3).foreach(input => inputs.add(input, (Some(1), 1), (Some(1), 2), (Some(2), 3)))
+          assert(canonical(run.process()) == canonical(build(inputs.tables).collect()))
+          assert(run.stateRows("multiJoin") == Seq(9))
+          val exec = run.lastPlan.collectFirst { case exec: StreamingMultiJoinExec => exec }.get
+          val storeConf = SelfCountingStoreShim.storeConfOf(exec.execute())
+          assert(storeConf.sqlConfs.get(TrackRowsKey).contains("false"))
+          assert(new StateStoreConf(spark.sessionState.conf).sqlConfs.get(TrackRowsKey)
+              .contains("true"), "the session's other operators keep counting")
+        }
       }
     }
   }
