@@ -4,6 +4,9 @@ checked here; `main()` only builds a session around `run_benchmark`)."""
 from __future__ import annotations
 
 import json
+import os
+import sys
+import time
 from pathlib import Path
 from random import Random
 
@@ -13,6 +16,7 @@ from scripts.bench import boundaries, metrics
 from scripts.bench.benchmark import chain_ratios, run_benchmark
 from scripts.bench.breakdown import batch_cost
 from scripts.bench.chart import orders_of_magnitude_apart
+from scripts.bench.process_cpu import CpuWindow
 from scripts.bench.latency import INPUTS, query_frame, summary, timed
 from scripts.bench.report import breakdown_markdown, chain_cells, chain_v4_markdown
 from scripts.bench.runners import run_mode
@@ -242,6 +246,26 @@ def test_latency_time_bound_joins_within_it_and_deduplicates_on_key_and_time(spa
     distinct = query_frame("real_time_deduplication", frames, time_bound=10).collect()
     assert len(distinct) == sum(len(set(times)) for times in sent.values())
     assert sorted({r.k0 for r in distinct}) == sorted(sent)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads Linux's /proc")
+def test_cpu_window_gives_the_cores_a_process_used_between_its_marks():
+    # This process spins on one core through the window, then idles after it: about one core,
+    # as Python's own clock of its CPU time says, and nothing of the idle time after the end.
+    began = time.time()
+    window = CpuWindow(os.getpid(), began, began + 0.5)
+    window.check()
+    cpu_before = time.process_time()
+    while time.time() < began + 0.5:
+        pass
+    spun = time.process_time() - cpu_before
+    window.check()
+    time.sleep(0.3)
+    window.check()
+    assert len(window.readings) == 2
+    elapsed = window.readings[1][0] - window.readings[0][0]
+    assert window.cores() == pytest.approx(spun / elapsed, abs=0.1)
+    assert window.cores() > 0.5
 
 
 def test_boundary_parts_split_the_pause_from_the_event_log(tmp_path):

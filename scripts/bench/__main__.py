@@ -33,8 +33,8 @@ reported as not run.
 `--latency RATES` runs, instead, a 4-way inner multi-join fed at each rate (rows a second per
 input) in Spark 4.3's real-time mode and in micro-batches (latency.py), on `local[8]`, and writes
 `latency.json` and `latency.md`: each output row's time from its last input row's send to the
-sink, p50, p99 and max, the pause at each real-time batch boundary, and p99 after the first
-(`--latency-batch` sets the real-time batch's length in seconds, 10 by default;
+sink, p50, p99 and max, the pause at each real-time batch boundary, p99 after the first, and
+the driver JVM's CPU while the rows are due (`--latency-batch` sets the real-time batch's length in seconds, 10 by default;
 `--latency-time-bound S` joins the inputs within S seconds of event time, for bounded state;
 `--latency-modes` picks runs among real_time_first_query (the driver's first real-time query,
 which pays what its JVM does once), real_time, micro_batch_0s, micro_batch_1s and

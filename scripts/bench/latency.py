@@ -46,6 +46,7 @@ from pyspark.sql import functions as F
 
 from scripts.bench import boundaries
 from scripts.bench.latency_report import markdown
+from scripts.bench.process_cpu import CpuWindow
 from spark_multijoin import multi_join
 
 INPUTS = 4
@@ -154,26 +155,35 @@ def run_mode(spark: SparkSession, mode: str, rate: int, seconds: float, batch_se
              .foreach(jvm.multijoinbench.ArrivalWriter(str(arrivals)))
              .option("checkpointLocation", str(checkpoint)).trigger(trigger).start())
     copies = INPUTS if mode in UNIONS and mode != "real_time_deduplication" else 1
+    # The driver's JVM runs every task here (local mode): its CPU while the rows are due.
+    cpu = CpuWindow(jvm.java.lang.ProcessHandle.current().pid(), start, start + seconds)
     try:
-        deadline = start + seconds + GRACE_SECONDS
-        while time.time() < deadline and count_rows(arrivals) < keys * copies:
-            time.sleep(0.2)
+        wait_for_rows(arrivals, keys * copies, start + seconds + GRACE_SECONDS, cpu)
         starts = batch_starts(query) if real_time else []
     finally:
         query.stop()
     arrived = read_arrivals(arrivals)
     events = spark.conf.get("spark.eventLog.dir", None)
     if events is None:
-        return summary(mode, rate, keys, arrived, starts, copies)
+        return {**summary(mode, rate, keys, arrived, starts, copies), "jvm_cpu_cores": cpu.cores()}
     # The log holds the whole session: read once a run.
     jobs = boundaries.read_jobs(boundaries.event_log(Path(events.removeprefix("file:"))))
     jobs_of_query = jobs[str(query.id())]
     result = summary(mode, rate, keys, arrived, starts, copies,
                      boundaries.reading_from(jobs_of_query[0]) / 1000)
+    result["jvm_cpu_cores"] = cpu.cores()
     if real_time:
         result["boundary_parts_ms"] = boundaries.summary(
             jobs_of_query, [(due * 1000, at * 1000) for _, due, at in arrived])
     return result
+
+
+def wait_for_rows(arrivals: Path, rows: int, deadline: float, cpu: CpuWindow) -> None:
+    """Until `rows` rows are out or `deadline` (epoch seconds), reading `cpu` as it passes."""
+    while time.time() < deadline and count_rows(arrivals) < rows:
+        cpu.check()
+        time.sleep(0.2)
+    cpu.check()
 
 
 def batch_starts(query) -> list[float]:

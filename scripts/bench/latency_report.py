@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from pyspark import SparkContext
 
 from scripts.bench import boundaries
@@ -26,7 +28,8 @@ def markdown(results: list[dict], context: SparkContext, batch_seconds: int,
               f"{r['not_out']:,} | {r['p50_ms']} | "
               f"{r['p99_ms']} | {r['max_ms']} | {r['p99_after_first_boundary_ms'] or ''} | "
               f"{', '.join(map(str, r['boundary_pauses_ms']))} |" for r in results]
-    return "\n".join(lines + boundary_table(results) + copies_table(results)) + "\n"
+    return "\n".join(lines + boundary_table(results) + copies_table(results)
+                     + cpu_table(results)) + "\n"
 
 
 def boundary_table(results: list[dict]) -> list[str]:
@@ -59,4 +62,18 @@ def copies_table(results: list[dict]) -> list[str]:
     lines += [f"| {r['mode']} | {r['rate_per_input']:,} | {r['first_copy_p50_ms']} | "
               f"{r['first_copy_p99_ms']} | {r['last_copy_p50_ms']} | {r['last_copy_p99_ms']} |"
               for r in runs]
+    return lines
+
+
+def cpu_table(results: list[dict]) -> list[str]:
+    """How much of the machine each Spark mode's driver JVM (every task, in local mode) used
+    while the rows were due."""
+    runs = [r for r in results if r.get("jvm_cpu_cores") is not None]
+    if not runs:
+        return []
+    lines = ["", f"The driver JVM's CPU while the rows were due (sources, shuffle, state and sink "
+             f"alike: local mode runs every task in it), in cores of the machine's "
+             f"{os.cpu_count()}.", "", "| mode | rows/s per input | JVM CPU cores |",
+             "| --- |" + " ---: |" * 2]
+    lines += [f"| {r['mode']} | {r['rate_per_input']:,} | {r['jvm_cpu_cores']} |" for r in runs]
     return lines
