@@ -250,8 +250,9 @@ def test_latency_time_bound_joins_within_it_and_deduplicates_on_key_and_time(spa
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads Linux's /proc")
 def test_cpu_window_gives_the_cores_a_process_used_between_its_marks():
-    # This process spins on one core through the window, then idles after it: about one core,
-    # as Python's own clock of its CPU time says, and nothing of the idle time after the end.
+    # This process spins through the window, then idles after it: the window gives what
+    # Python's own clock of its CPU time says the spin used (a core on an idle machine, less
+    # beside other work), and nothing of the idle time after the end.
     began = time.time()
     window = CpuWindow(os.getpid(), began, began + 0.5)
     window.check()
@@ -265,7 +266,7 @@ def test_cpu_window_gives_the_cores_a_process_used_between_its_marks():
     assert len(window.readings) == 2
     elapsed = window.readings[1][0] - window.readings[0][0]
     assert window.cores() == pytest.approx(spun / elapsed, abs=0.1)
-    assert window.cores() > 0.5
+    assert window.cores() > 0
 
 
 def test_boundary_parts_split_the_pause_from_the_event_log(tmp_path):
