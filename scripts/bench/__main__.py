@@ -31,14 +31,14 @@ peers (chain, chain_v4, multi_join, flink_rocksdb; the multi-join always runs), 
 reported as not run.
 
 `--latency RATES` runs, instead, a 4-way inner multi-join fed at each rate (rows a second per
-input) in Spark 4.3's real-time mode and in micro-batches (latency.py), on `local[8]`, and writes
-`latency.json` and `latency.md`: each output row's time from its last input row's send to the
-sink, p50, p99 and max, the pause at each real-time batch boundary, p99 after the first, and
-the driver JVM's CPU while the rows are due (`--latency-batch` sets the real-time batch's length in seconds, 10 by default;
-`--latency-time-bound S` joins the inputs within S seconds of event time, for bounded state;
-`--latency-modes` picks runs among real_time_first_query (the driver's first real-time query,
-which pays what its JVM does once), real_time, micro_batch_0s, micro_batch_1s and
-real_time_deduplication, Spark's deduplication of the same inputs' union, and
+input) in Spark 4.3's real-time mode and in micro-batches (latency.py), on `local[8]`, and
+writes `latency.json` and `latency.md`: each output row's time from its last input row's send to
+the sink, p50, p99 and max, the pause at each real-time batch boundary, p99 after the first, and
+the driver JVM's CPU while the rows are due (`--latency-batch` sets the real-time batch's length
+in seconds, 10 by default; `--latency-time-bound S` joins the inputs within S seconds of event
+time, for bounded state; `--latency-modes` picks runs among real_time_first_query (the driver's
+first real-time query, which pays what its JVM does once), real_time, micro_batch_0s,
+micro_batch_1s and real_time_deduplication, Spark's deduplication of the same inputs' union, and
 real_time_source_only, the union alone into the sink, and real_time_shuffle_only, the union
 shuffled by key into the sink; with `--flink`, Flink's MultiJoin too, flink_latency.py, with its
 default network buffer timeout and with none).

@@ -165,7 +165,8 @@ def run_mode(spark: SparkSession, mode: str, rate: int, seconds: float, batch_se
     arrived = read_arrivals(arrivals)
     events = spark.conf.get("spark.eventLog.dir", None)
     if events is None:
-        return {**summary(mode, rate, keys, arrived, starts, copies), "jvm_cpu_cores": cpu.cores()}
+        return (summary(mode, rate, keys, arrived, starts, copies)
+                | {"jvm_cpu_cores": cpu.cores()})
     # The log holds the whole session: read once a run.
     jobs = boundaries.read_jobs(boundaries.event_log(Path(events.removeprefix("file:"))))
     jobs_of_query = jobs[str(query.id())]
