@@ -68,10 +68,12 @@ UNIONS = ("real_time_deduplication", "real_time_source_only", "real_time_shuffle
 # Flink's default network buffer timeout and with none; they run with --flink.
 FLINK_MODES = {"flink_multi_join": None, "flink_multi_join_no_buffer_timeout": 0}
 GRACE_SECONDS = 30
-# A warm driver has planned the queries it runs many times, as a long-running one has: the JIT
-# has compiled the planner's paths. Before the first warm real-time mode, each real-time query
-# runs this long in micro-batches, untimed (see warm_up).
+# A warm driver has run the queries it runs many times, as a long-running one has: the JIT has
+# compiled the planner's paths and the operators'. Before the first warm real-time mode, each
+# real-time query runs this long in real-time batches of WARM_UP_BATCH_SECONDS, untimed (see
+# warm_up).
 WARM_UP_SECONDS = 20
+WARM_UP_BATCH_SECONDS = 5
 
 
 def paced_inputs(spark: SparkSession, rate: int, rows: int, start_ms: int,
@@ -151,9 +153,7 @@ def run_mode(spark: SparkSession, mode: str, rate: int, seconds: float, batch_se
     real_time = mode.startswith("real_time")
     trigger = (triggers.RealTime(f"{batch_seconds} seconds") if real_time
                else triggers.ProcessingTime(mode.rsplit("_", 1)[1].replace("s", " seconds")))
-    query = (query_frame(mode, frames, time_bound)._jdf.writeStream().outputMode("update")
-             .foreach(jvm.multijoinbench.ArrivalWriter(str(arrivals)))
-             .option("checkpointLocation", str(checkpoint)).trigger(trigger).start())
+    query = start_query(query_frame(mode, frames, time_bound), arrivals, checkpoint, trigger)
     copies = INPUTS if mode in UNIONS and mode != "real_time_deduplication" else 1
     # The driver's JVM runs every task here (local mode): its CPU while the rows are due.
     cpu = CpuWindow(jvm.java.lang.ProcessHandle.current().pid(), start, start + seconds)
@@ -177,6 +177,14 @@ def run_mode(spark: SparkSession, mode: str, rate: int, seconds: float, batch_se
         result["boundary_parts_ms"] = boundaries.summary(
             jobs_of_query, [(due * 1000, at * 1000) for _, due, at in arrived])
     return result
+
+
+def start_query(frame: DataFrame, arrivals: Path, checkpoint: Path, trigger):
+    """`frame`'s query into the JVM sink, which notes each row's arrival in `arrivals`."""
+    jvm = frame.sparkSession._jvm  # type: ignore[attr-defined]
+    return (frame._jdf.writeStream().outputMode("update")
+            .foreach(jvm.multijoinbench.ArrivalWriter(str(arrivals)))
+            .option("checkpointLocation", str(checkpoint)).trigger(trigger).start())
 
 
 def wait_for_rows(arrivals: Path, rows: int, deadline: float, cpu: CpuWindow) -> None:
@@ -291,19 +299,25 @@ def run_latency(spark: SparkSession, rates: list[int], seconds: float, batch_sec
 
 def warm_up(spark: SparkSession, modes: list[str], rate: int, work: Path,
             time_bound: int | None = None) -> None:
-    """Runs each of `modes`' queries in micro-batches for WARM_UP_SECONDS, into noop, untimed:
-    so that the multi-join and the deduplication are measured on the same warm driver. Without
-    it, whichever ran after the micro-batch modes ran on a planner the JIT had compiled, and the
-    other did not."""
+    """Runs each of `modes`' queries in real-time mode for WARM_UP_SECONDS, in batches of
+    WARM_UP_BATCH_SECONDS, untimed: so that the multi-join and the deduplication are measured
+    on the same warm driver, whose JIT has compiled what their real-time batches run, boundaries
+    included. Without it, whichever ran after the micro-batch modes ran on a planner the JIT had
+    compiled, and the other did not; and a warm-up in micro-batches left cold what only
+    real-time batches run (the multi-join's row-at-a-time path)."""
+    jvm = spark._jvm  # type: ignore[attr-defined]
     for mode in modes:
-        print(f"warm-up: {mode} in micro-batches for {WARM_UP_SECONDS} s, untimed", flush=True)
+        print(f"warm-up: {mode} in real-time batches for {WARM_UP_SECONDS} s, untimed",
+              flush=True)
         frames = paced_inputs(spark, rate, int(rate * WARM_UP_SECONDS), int(time.time() * 1000),
                               time_bound)
-        checkpoint = work / f"warm-up-{mode}-{rate}"
-        shutil.rmtree(checkpoint, ignore_errors=True)
-        query = (query_frame(mode, frames, time_bound).writeStream.format("noop").outputMode("update")
-                 .option("checkpointLocation", str(checkpoint))
-                 .trigger(processingTime="0 seconds").start())
+        scratch = work / f"warm-up-{mode}-{rate}"
+        shutil.rmtree(scratch, ignore_errors=True)
+        (scratch / "arrivals").mkdir(parents=True)
+        trigger = jvm.org.apache.spark.sql.streaming.Trigger.RealTime(
+            f"{WARM_UP_BATCH_SECONDS} seconds")
+        query = start_query(query_frame(mode, frames, time_bound), scratch / "arrivals",
+                            scratch / "cp", trigger)
         try:
             time.sleep(WARM_UP_SECONDS)
         finally:
