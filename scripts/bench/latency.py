@@ -163,20 +163,24 @@ def run_mode(spark: SparkSession, mode: str, rate: int, seconds: float, batch_se
     finally:
         query.stop()
     arrived = read_arrivals(arrivals)
+    jobs = jobs_of(spark, query)
+    clock_start = None if jobs is None else boundaries.reading_from(jobs[0]) / 1000
+    result = (summary(mode, rate, keys, arrived, starts, copies, clock_start)
+              | {"jvm_cpu_cores": cpu.cores()})
+    if real_time and jobs is not None:
+        result["boundary_parts_ms"] = boundaries.summary(
+            jobs, [(due * 1000, at * 1000) for _, due, at in arrived])
+    return result
+
+
+def jobs_of(spark: SparkSession, query) -> list[dict] | None:
+    """`query`'s jobs, from the session's event log (boundaries.read_jobs); None without one."""
     events = spark.conf.get("spark.eventLog.dir", None)
     if events is None:
-        return (summary(mode, rate, keys, arrived, starts, copies)
-                | {"jvm_cpu_cores": cpu.cores()})
+        return None
     # The log holds the whole session: read once a run.
-    jobs = boundaries.read_jobs(boundaries.event_log(Path(events.removeprefix("file:"))))
-    jobs_of_query = jobs[str(query.id())]
-    result = summary(mode, rate, keys, arrived, starts, copies,
-                     boundaries.reading_from(jobs_of_query[0]) / 1000)
-    result["jvm_cpu_cores"] = cpu.cores()
-    if real_time:
-        result["boundary_parts_ms"] = boundaries.summary(
-            jobs_of_query, [(due * 1000, at * 1000) for _, due, at in arrived])
-    return result
+    return boundaries.read_jobs(
+        boundaries.event_log(Path(events.removeprefix("file:"))))[str(query.id())]
 
 
 def start_query(frame: DataFrame, arrivals: Path, checkpoint: Path, trigger):
