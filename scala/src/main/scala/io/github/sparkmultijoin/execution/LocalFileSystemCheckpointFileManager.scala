@@ -75,6 +75,29 @@ class LocalFileSystemCheckpointFileManager(path: Path, hadoopConf: Configuration
   override def close(): Unit = delegate.close()
 }
 
+object LocalFileSystemCheckpointFileManager {
+
+  /**
+   * The Hadoop settings under which a state store of the session writes its files on the local
+   * file system without starting a process per file, as this manager writes the checkpoint's:
+   * none unless the session uses this manager.
+   *
+   * Why: Spark's RocksDB store copies a snapshot's files to the checkpoint through the file
+   * system Hadoop caches for `file:`, which starts a `chmod` for each file and checksum it
+   * creates. A store with column families (the multi-join's) uploads a snapshot at its first
+   * commit, inside the task, so those processes lengthen a new query's first batch end.
+   * `disable.cache` gives the store an instance of its own, not the one the session shares.
+   */
+  def storeFiles(conf: SQLConf): Map[String, String] =
+    if (conf.getConfString(SQLConf.STREAMING_CHECKPOINT_FILE_MANAGER_CLASS.parent.key, "") ==
+        classOf[LocalFileSystemCheckpointFileManager].getName) {
+      Map("fs.file.impl" -> classOf[NioPermissionLocalFileSystem].getName,
+        "fs.file.impl.disable.cache" -> "true")
+    } else {
+      Map.empty
+    }
+}
+
 /**
  * Spark's FileSystem-based manager over a local file system of its own: Hadoop's checksummed one,
  * as registered for `file:`, over [[NioPermissionRawLocalFileSystem]]. Not the instance Hadoop
@@ -89,11 +112,18 @@ private class LocalFileSystemBasedCheckpointFileManager(path: Path, hadoopConf: 
   extends FileSystemBasedCheckpointFileManager(path, hadoopConf) {
 
   override protected val fs: FileSystem = {
-    val local = new LocalFileSystem(new NioPermissionRawLocalFileSystem)
+    val local = new NioPermissionLocalFileSystem
     local.initialize(URI.create("file:///"), hadoopConf)
     local
   }
 }
+
+/**
+ * Hadoop's checksummed local file system over [[NioPermissionRawLocalFileSystem]]: what a
+ * multi-join's RocksDB state stores copy their snapshot files through when the session uses
+ * [[LocalFileSystemCheckpointFileManager]] ([[LocalFileSystemCheckpointFileManager.storeFiles]]).
+ */
+class NioPermissionLocalFileSystem extends LocalFileSystem(new NioPermissionRawLocalFileSystem)
 
 /**
  * Hadoop's raw local file system, setting permissions through java.nio where Hadoop would start

@@ -229,7 +229,8 @@ case class StreamingMultiJoinExec(
     val opened = MultiJoinStateLayout(layout).storeSchemas(getColFamilySchemas(false))
     SelfCountingStoreShim.mapPartitionsWithStateStore(child.execute(), info, opened.keySchema,
       opened.valueSchema, NoPrefixKeyStateEncoderSpec(opened.keySchema), session,
-      opened.useColumnFamilies)(processPartition(info, context, batchRowsMemory(context), layout))
+      opened.useColumnFamilies, LocalFileSystemCheckpointFileManager.storeFiles(conf))(
+      processPartition(info, context, batchRowsMemory(context), layout))
   }
 
   // A long batch of real-time mode writes its rows as they come: held to its end, they would all

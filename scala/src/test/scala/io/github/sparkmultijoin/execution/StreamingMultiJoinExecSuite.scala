@@ -7,8 +7,11 @@ import scala.util.Random
 
 import io.github.sparkmultijoin.{MultiJoinSuiteBase, SteppedInputs, StreamingSteps}
 import io.github.sparkmultijoin.StreamingSteps.canonical
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
 
 import org.apache.spark.sql.{DataFrame, Row}
+import org.apache.spark.sql.execution.streaming.checkpointing.FileContextBasedCheckpointFileManager
 import org.apache.spark.sql.execution.streaming.state.StateStoreConf
 import org.apache.spark.sql.functions.{col, expr}
 import org.apache.spark.sql.multijoin.SelfCountingStoreShim
@@ -221,6 +224,36 @@ class StreamingMultiJoinExecSuite extends MultiJoinSuiteBase {
         assert(canonical(emitted) == expected)
         assert(run.stateRows("multiJoin").nonEmpty, "the multi-join ran it")
       }
+    }
+  }
+
+  test("with the session's checkpoint manager ours, its stores copy files through its file " +
+    "system, not the session's") {
+    val inputs = new SteppedInputs[Keyed](spark, columns(3, "k", "v"))
+    def build(frames: Seq[DataFrame]) = frames(0)
+      .join(frames(1), col("k0") === col("k1"))
+      .join(frames(2), col("k1") === col("k2"))
+    def storeSettings(): Map[String, String] = withTempDir { dir =>
+      withSteps(build(inputs.streaming), dir, enabled = true) { run =>
+        (0 until 3).foreach(input => inputs.add(input, (Some(1), 1), (Some(2), 2)))
+        assert(canonical(run.process()) == canonical(build(inputs.tables).collect()))
+        val exec = run.lastPlan.collectFirst { case exec: StreamingMultiJoinExec => exec }.get
+        SelfCountingStoreShim.hadoopSettingsOf(exec.execute())
+      }
+    }
+    val managerKey = "spark.sql.streaming.checkpointFileManagerClass"
+    val settings = withConf(managerKey -> classOf[LocalFileSystemCheckpointFileManager].getName)(
+      storeSettings())
+    withTempDir { dir =>
+      val stores = new Configuration(spark.sessionState.newHadoopConf())
+      settings.foreach { case (key, value) => stores.set(key, value) }
+      val path = new Path(dir.toURI)
+      assert(path.getFileSystem(stores).isInstanceOf[NioPermissionLocalFileSystem])
+      assert(!path.getFileSystem(spark.sessionState.newHadoopConf())
+          .isInstanceOf[NioPermissionLocalFileSystem], "the session's file system stays its own")
+    }
+    withConf(managerKey -> classOf[FileContextBasedCheckpointFileManager].getName) {
+      assert(storeSettings().isEmpty, "without our manager, Spark's file system")
     }
   }
 

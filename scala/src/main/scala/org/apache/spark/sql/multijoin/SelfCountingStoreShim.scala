@@ -2,7 +2,7 @@ package org.apache.spark.sql.multijoin
 
 import scala.reflect.ClassTag
 
-import org.apache.spark.TaskContext
+import org.apache.spark.{Partition, TaskContext}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.{SparkSession, classic}
 import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
@@ -30,7 +30,8 @@ object SelfCountingStoreShim {
       valueSchema: StructType,
       keyEncoder: KeyStateEncoderSpec,
       session: SparkSession,
-      useColumnFamilies: Boolean)(
+      useColumnFamilies: Boolean,
+      hadoopSettings: Map[String, String])(
       update: (StateStore, Iterator[T]) => Iterator[U]): RDD[U] = {
     val cleaned = rdd.sparkContext.clean(update)
     // As Spark's own: a task that fails before its commit aborts the store's changes.
@@ -45,12 +46,17 @@ object SelfCountingStoreShim {
     settings.setConfString(TrackRowsKey, "false")
     new SelfCountingStoreRDD(rdd, abortingUncommitted, info, keySchema, valueSchema, keyEncoder,
       sessionState, Some(StateStoreShim.stateStoreCoordinator(session)), useColumnFamilies,
-      new StateStoreConf(settings))
+      new StateStoreConf(settings), hadoopSettings)
   }
 
   /** The store settings that the tasks of `rdd`, made by this shim, open their stores with. */
   def storeConfOf(rdd: RDD[_]): StateStoreConf = rdd match {
     case selfCounting: SelfCountingStoreRDD[_, _] => selfCounting.openedWith
+  }
+
+  /** The Hadoop settings that the tasks of `rdd`, made by this shim, add to open their stores. */
+  def hadoopSettingsOf(rdd: RDD[_]): Map[String, String] = rdd match {
+    case selfCounting: SelfCountingStoreRDD[_, _] => selfCounting.hadoopSettings
   }
 }
 
@@ -65,7 +71,8 @@ private class SelfCountingStoreRDD[T: ClassTag, U: ClassTag](
     sessionState: SessionState,
     coordinator: Option[StateStoreCoordinatorRef],
     useColumnFamilies: Boolean,
-    settings: StateStoreConf)
+    settings: StateStoreConf,
+    val hadoopSettings: Map[String, String])
   extends StateStoreRDD[T, U](rdd, update, info.checkpointLocation, info.queryRunId,
     info.operatorId, info.storeVersion, info.stateStoreCkptIds, info.stateSchemaMetadata,
     keySchema, valueSchema, keyEncoder, sessionState, coordinator, useColumnFamilies) {
@@ -74,4 +81,18 @@ private class SelfCountingStoreRDD[T: ClassTag, U: ClassTag](
   override protected val storeConf: StateStoreConf = settings
 
   def openedWith: StateStoreConf = storeConf
+
+  /**
+   * Opens the partition's store with `hadoopSettings` added to the Hadoop configuration that
+   * Spark broadcast for this RDD's tasks: the executor's copy, which only they read. Broadcasting
+   * a configuration of its own instead would add a broadcast to every micro-batch, on top of
+   * Spark's.
+   */
+  override def compute(partition: Partition, context: TaskContext): Iterator[U] = {
+    val hadoopConf = hadoopConfBroadcast.value.value
+    hadoopSettings.foreach { case (key, value) =>
+      if (hadoopConf.get(key) != value) hadoopConf.set(key, value)
+    }
+    super.compute(partition, context)
+  }
 }
