@@ -71,9 +71,11 @@ GRACE_SECONDS = 30
 # A warm driver has run the queries it runs many times, as a long-running one has: the JIT has
 # compiled the planner's paths and the operators'. Before the first warm real-time mode, each
 # real-time query runs this long in real-time batches of WARM_UP_BATCH_SECONDS, untimed (see
-# warm_up).
-WARM_UP_SECONDS = 20
-WARM_UP_BATCH_SECONDS = 5
+# warm_up): as many batch boundaries as ten minutes of 10 s batches. Spark refuses real-time
+# batches shorter than MIN_BATCH_KEY says, so the warm-up lowers it for its own queries.
+WARM_UP_SECONDS = 60
+WARM_UP_BATCH_SECONDS = 1
+MIN_BATCH_KEY = "spark.sql.streaming.realTimeMode.minBatchDuration"
 
 
 def paced_inputs(spark: SparkSession, rate: int, rows: int, start_ms: int,
@@ -307,22 +309,36 @@ def warm_up(spark: SparkSession, modes: list[str], rate: int, work: Path,
     WARM_UP_BATCH_SECONDS, untimed: so that the multi-join and the deduplication are measured
     on the same warm driver, whose JIT has compiled what their real-time batches run, boundaries
     included. Without it, whichever ran after the micro-batch modes ran on a planner the JIT had
-    compiled, and the other did not; and a warm-up in micro-batches left cold what only
-    real-time batches run (the multi-join's row-at-a-time path)."""
-    jvm = spark._jvm  # type: ignore[attr-defined]
-    for mode in modes:
-        print(f"warm-up: {mode} in real-time batches for {WARM_UP_SECONDS} s, untimed",
-              flush=True)
-        frames = paced_inputs(spark, rate, int(rate * WARM_UP_SECONDS), int(time.time() * 1000),
-                              time_bound)
-        scratch = work / f"warm-up-{mode}-{rate}"
-        shutil.rmtree(scratch, ignore_errors=True)
-        (scratch / "arrivals").mkdir(parents=True)
-        trigger = jvm.org.apache.spark.sql.streaming.Trigger.RealTime(
-            f"{WARM_UP_BATCH_SECONDS} seconds")
-        query = start_query(query_frame(mode, frames, time_bound), scratch / "arrivals",
-                            scratch / "cp", trigger)
-        try:
-            time.sleep(WARM_UP_SECONDS)
-        finally:
-            query.stop()
+    compiled, and the other did not; a warm-up in micro-batches left cold what only real-time
+    batches run (the multi-join's row-at-a-time path); and one of a few boundaries left the
+    multi-join's planning slower than the deduplication's, which many more boundaries closed."""
+    min_batch = spark.conf.get(MIN_BATCH_KEY, None)
+    spark.conf.set(MIN_BATCH_KEY, str(WARM_UP_BATCH_SECONDS * 1000))
+    try:
+        for mode in modes:
+            print(f"warm-up: {mode} in real-time batches of {WARM_UP_BATCH_SECONDS} s for "
+                  f"{WARM_UP_SECONDS} s, untimed", flush=True)
+            run_untimed(spark, mode, rate, work / f"warm-up-{mode}-{rate}", time_bound)
+    finally:
+        if min_batch is None:
+            spark.conf.unset(MIN_BATCH_KEY)
+        else:
+            spark.conf.set(MIN_BATCH_KEY, min_batch)
+
+
+def run_untimed(spark: SparkSession, mode: str, rate: int, scratch: Path,
+                time_bound: int | None) -> None:
+    """`mode`'s query at `rate` for WARM_UP_SECONDS in real-time batches of
+    WARM_UP_BATCH_SECONDS, its output and checkpoint in `scratch`."""
+    frames = paced_inputs(spark, rate, int(rate * WARM_UP_SECONDS), int(time.time() * 1000),
+                          time_bound)
+    shutil.rmtree(scratch, ignore_errors=True)
+    (scratch / "arrivals").mkdir(parents=True)
+    trigger = spark._jvm.org.apache.spark.sql.streaming.Trigger.RealTime(  # type: ignore
+        f"{WARM_UP_BATCH_SECONDS} seconds")
+    query = start_query(query_frame(mode, frames, time_bound), scratch / "arrivals",
+                        scratch / "cp", trigger)
+    try:
+        time.sleep(WARM_UP_SECONDS)
+    finally:
+        query.stop()
