@@ -229,11 +229,11 @@ class StreamingMultiJoinExecSuite extends MultiJoinSuiteBase {
 
   test("with the session's checkpoint manager ours, its stores copy files through its file " +
     "system, not the session's") {
-    val inputs = new SteppedInputs[Keyed](spark, columns(3, "k", "v"))
     def build(frames: Seq[DataFrame]) = frames(0)
       .join(frames(1), col("k0") === col("k1"))
       .join(frames(2), col("k1") === col("k2"))
     def storeSettings(): Map[String, String] = withTempDir { dir =>
+      val inputs = new SteppedInputs[Keyed](spark, columns(3, "k", "v"))
       withSteps(build(inputs.streaming), dir, enabled = true) { run =>
         (0 until 3).foreach(input => inputs.add(input, (Some(1), 1), (Some(2), 2)))
         assert(canonical(run.process()) == canonical(build(inputs.tables).collect()))
