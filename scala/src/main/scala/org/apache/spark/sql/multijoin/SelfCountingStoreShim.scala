@@ -2,6 +2,8 @@ package org.apache.spark.sql.multijoin
 
 import scala.reflect.ClassTag
 
+import org.apache.hadoop.conf.Configuration
+
 import org.apache.spark.{Partition, TaskContext}
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.{SparkSession, classic}
@@ -58,6 +60,11 @@ object SelfCountingStoreShim {
   def hadoopSettingsOf(rdd: RDD[_]): Map[String, String] = rdd match {
     case selfCounting: SelfCountingStoreRDD[_, _] => selfCounting.hadoopSettings
   }
+
+  /** The Hadoop configuration broadcast to the tasks of `rdd`, made by this shim. */
+  def hadoopConfOf(rdd: RDD[_]): Configuration = rdd match {
+    case selfCounting: SelfCountingStoreRDD[_, _] => selfCounting.broadcastHadoopConf
+  }
 }
 
 /** Spark's RDD of a stateful operator's tasks, its stores opened with `settings`. */
@@ -82,6 +89,8 @@ private class SelfCountingStoreRDD[T: ClassTag, U: ClassTag](
 
   def openedWith: StateStoreConf = storeConf
 
+  def broadcastHadoopConf: Configuration = hadoopConfBroadcast.value.value
+
   /**
    * Opens the partition's store with `hadoopSettings` added to the Hadoop configuration that
    * Spark broadcast for this RDD's tasks: the executor's copy, which only they read. Broadcasting
@@ -89,7 +98,7 @@ private class SelfCountingStoreRDD[T: ClassTag, U: ClassTag](
    * Spark's.
    */
   override def compute(partition: Partition, context: TaskContext): Iterator[U] = {
-    val hadoopConf = hadoopConfBroadcast.value.value
+    val hadoopConf = broadcastHadoopConf
     hadoopSettings.foreach { case (key, value) =>
       if (hadoopConf.get(key) != value) hadoopConf.set(key, value)
     }
