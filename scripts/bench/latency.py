@@ -144,18 +144,17 @@ def run_flink_mode(mode: str, rate: int, seconds: float, work: Path) -> dict:
 def run_mode(spark: SparkSession, mode: str, rate: int, seconds: float, batch_seconds: int,
              work: Path, time_bound: int | None = None) -> dict:
     """One run of `mode` at `rate` keys a second per input: the latencies and the check."""
-    arrivals, checkpoint = work / f"{mode}-{rate}" / "arrivals", work / f"{mode}-{rate}" / "cp"
-    shutil.rmtree(arrivals.parent, ignore_errors=True)
-    arrivals.mkdir(parents=True)
     keys = int(rate * seconds)
     start = time.time() + LEAD_SECONDS
     frames = paced_inputs(spark, rate, keys, int(start * 1000), time_bound)
     jvm = spark._jvm  # type: ignore[attr-defined]
-    triggers = jvm.org.apache.spark.sql.streaming.Trigger
     real_time = mode.startswith("real_time")
-    trigger = (triggers.RealTime(f"{batch_seconds} seconds") if real_time
-               else triggers.ProcessingTime(mode.rsplit("_", 1)[1].replace("s", " seconds")))
-    query = start_query(query_frame(mode, frames, time_bound), arrivals, checkpoint, trigger)
+    trigger = (real_time_trigger(spark, batch_seconds) if real_time
+               else jvm.org.apache.spark.sql.streaming.Trigger.ProcessingTime(
+                   mode.rsplit("_", 1)[1].replace("s", " seconds")))
+    folder = work / f"{mode}-{rate}"
+    query = start_in(folder, query_frame(mode, frames, time_bound), trigger)
+    arrivals = folder / "arrivals"
     copies = INPUTS if mode in UNIONS and mode != "real_time_deduplication" else 1
     # The driver's JVM runs every task here (local mode): its CPU while the rows are due.
     cpu = CpuWindow(jvm.java.lang.ProcessHandle.current().pid(), start, start + seconds)
@@ -185,12 +184,21 @@ def jobs_of(spark: SparkSession, query) -> list[dict] | None:
         boundaries.event_log(Path(events.removeprefix("file:"))))[str(query.id())]
 
 
-def start_query(frame: DataFrame, arrivals: Path, checkpoint: Path, trigger):
-    """`frame`'s query into the JVM sink, which notes each row's arrival in `arrivals`."""
+def start_in(folder: Path, frame: DataFrame, trigger):
+    """`frame`'s query into the JVM sink, which notes each row's arrival in `folder`/arrivals;
+    its checkpoint in `folder`/cp. Whatever `folder` held goes first."""
+    shutil.rmtree(folder, ignore_errors=True)
+    (folder / "arrivals").mkdir(parents=True)
     jvm = frame.sparkSession._jvm  # type: ignore[attr-defined]
     return (frame._jdf.writeStream().outputMode("update")
-            .foreach(jvm.multijoinbench.ArrivalWriter(str(arrivals)))
-            .option("checkpointLocation", str(checkpoint)).trigger(trigger).start())
+            .foreach(jvm.multijoinbench.ArrivalWriter(str(folder / "arrivals")))
+            .option("checkpointLocation", str(folder / "cp")).trigger(trigger).start())
+
+
+def real_time_trigger(spark: SparkSession, batch_seconds: int):
+    """Spark's trigger for real-time batches of `batch_seconds`."""
+    return spark._jvm.org.apache.spark.sql.streaming.Trigger.RealTime(  # type: ignore
+        f"{batch_seconds} seconds")
 
 
 def wait_for_rows(arrivals: Path, rows: int, deadline: float, cpu: CpuWindow) -> None:
@@ -332,12 +340,8 @@ def run_untimed(spark: SparkSession, mode: str, rate: int, scratch: Path,
     WARM_UP_BATCH_SECONDS, its output and checkpoint in `scratch`."""
     frames = paced_inputs(spark, rate, int(rate * WARM_UP_SECONDS), int(time.time() * 1000),
                           time_bound)
-    shutil.rmtree(scratch, ignore_errors=True)
-    (scratch / "arrivals").mkdir(parents=True)
-    trigger = spark._jvm.org.apache.spark.sql.streaming.Trigger.RealTime(  # type: ignore
-        f"{WARM_UP_BATCH_SECONDS} seconds")
-    query = start_query(query_frame(mode, frames, time_bound), scratch / "arrivals",
-                        scratch / "cp", trigger)
+    query = start_in(scratch, query_frame(mode, frames, time_bound),
+                     real_time_trigger(spark, WARM_UP_BATCH_SECONDS))
     try:
         time.sleep(WARM_UP_SECONDS)
     finally:
