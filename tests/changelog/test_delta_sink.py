@@ -12,6 +12,7 @@ jars are fixed when the first session of the process starts. Elsewhere the tests
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Iterator
 
@@ -22,6 +23,7 @@ from pyspark.sql import functions as F
 
 from scripts.kafka_jars import DELTA_BY_LINE
 from support.delta_session import delta_spark_session
+from spark_multijoin import changelog, read_state
 from spark_multijoin.changelog import delta_merge
 from spark_multijoin.changelog._delta_sink import ROW_ID_METADATA, TXN_APP_ID, TXN_VERSION
 from spark_multijoin.testing import Inputs
@@ -244,3 +246,126 @@ def test_a_batch_the_sink_cannot_write_is_refused_saying_why(delta_spark, tmp_pa
     with pytest.raises(RuntimeError, match="cannot read the streaming query's id"):
         delta_merge(str(tmp_path / "table"), path=True)(changes(delta_spark, BATCHES[0]), 0)
     assert not (tmp_path / "table").exists()
+
+
+# A changelog join into the sink, for a crash between a MERGE's commit and the query's: orders
+# LEFT JOIN customers on the customer's id, each input's changes one file per micro-batch.
+ORDERS = "order_id int, customer_id int, amount int, v long, _change_type string"
+CUSTOMERS = "customer_id int, name string, v long, _change_type string"
+JOINED = ["order_id", "customer_id", "amount", "cust_id", "name"]
+# [input][batch] -> (row values..., version, change), each row's versions rising. Every batch changes both inputs: a padded
+# order matched, a customer renamed under matched orders, an order moved to another customer,
+# a customer deleted (its orders padded again) and inserted anew.
+CRASH_CHANGES = [
+    [[(1, 10, 5, 1, "insert"), (2, 10, 7, 1, "insert"), (3, 20, 9, 1, "insert")],
+     [(2, 10, 7, 1, "update_preimage"), (2, 10, 8, 2, "update_postimage"),
+      (4, 30, 1, 1, "insert")],
+     [(3, 20, 9, 1, "update_preimage"), (3, 10, 9, 2, "update_postimage"),
+      (1, 10, 5, 2, "delete")],
+     [(5, 20, 2, 1, "insert")]],
+    [[(10, "ann", 1, "insert")],
+     [(20, "bob", 1, "insert"), (10, "ann", 1, "update_preimage"),
+      (10, "anna", 2, "update_postimage")],
+     [(20, "bob", 2, "delete"), (30, "cy", 1, "insert")],
+     [(20, "bo", 3, "insert")]],
+]
+CRASH_BATCH = 1
+
+
+def crash_inputs(root: Path, batches: int) -> Inputs:
+    names = [[field.split()[0] for field in schema.split(", ")] for schema in (ORDERS, CUSTOMERS)]
+    inputs = Inputs(root, [ORDERS, CUSTOMERS])
+    for i, changes in enumerate(CRASH_CHANGES):
+        for b in range(batches):
+            inputs.write_batch(i, b, [dict(zip(names[i], row)) for row in changes[b]])
+    return inputs
+
+
+def crash_current(input_index: int, batches: int) -> list[tuple]:
+    """An input's current rows after `batches` batches (its changes applied in Python), without
+    their version."""
+    rows: dict[int, tuple] = {}
+    for batch in CRASH_CHANGES[input_index][:batches]:
+        for *values, _version, change in batch:
+            if change in ("delete", "update_preimage"):
+                rows.pop(values[0], None)
+            else:
+                rows[values[0]] = tuple(values)
+    return ordered(rows.values())
+
+
+def crash_expected(batches: int) -> list[tuple]:
+    """The batch query, orders LEFT JOIN customers, over the current rows, in Python."""
+    customers = {row[0]: row for row in crash_current(1, batches)}
+    return ordered((order_id, customer_id, amount) + customers.get(customer_id, (None, None))
+                   for order_id, customer_id, amount in crash_current(0, batches))
+
+
+def crash_query(spark: SparkSession, inputs: Inputs) -> DataFrame:
+    orders, customers = (changelog.declare(frame, row_id=key, row_version="v")
+                         for frame, key in zip(inputs.streams(spark), ("order_id", "customer_id")))
+    return (orders.alias("o").join(customers.alias("c"), F.expr("o.customer_id = c.customer_id"),
+                                   "left")
+            .selectExpr("o.order_id", "o.customer_id", "o.amount", "c.customer_id AS cust_id",
+                        "c.name"))
+
+
+def state_rows(spark: SparkSession, checkpoint: Path, batch_id: int) -> list[list[tuple]]:
+    return [ordered(read_state(spark, str(checkpoint), i, batch_id=batch_id)
+                    .drop("batch_id", "partition_id").collect()) for i in range(2)]
+
+
+def test_a_batch_run_again_after_a_crash_past_its_merge_goes_on(delta_spark, tmp_path):
+    """The driver dies after batch 1's MERGE has committed, before the query commits the batch
+    (an exception raised right after the sink returns). The restarted query runs batch 1 again:
+    Delta skips its MERGE, the batch still runs (its state stores commit, or Spark fails the
+    query: STATE_STORE_COMMIT_VALIDATION_FAILED), the state it commits is the crashed run's,
+    and the query goes on: each batch merged once, the table the batch query's after each."""
+    spark, checkpoint, table = delta_spark, tmp_path / "checkpoint", tmp_path / "table"
+    inputs = crash_inputs(tmp_path / "changes", CRASH_BATCH + 1)
+    calls, after = [], {}
+
+    def sink(crash: bool):
+        merge = delta_merge(str(table), path=True)
+
+        def write(batch: DataFrame, batch_id: int) -> None:
+            merge(batch, batch_id)
+            calls.append(batch_id)
+            after[batch_id] = ordered(spark.read.format("delta").load(str(table))
+                                      .select(*JOINED).collect())
+            if crash and batch_id == CRASH_BATCH:
+                raise RuntimeError("the driver dies after the MERGE")
+        return write
+
+    def run(crash: bool) -> None:
+        query = (crash_query(spark, inputs).writeStream.foreachBatch(sink(crash))
+                 .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True)
+                 .start())
+        try:
+            query.awaitTermination()
+        finally:
+            query.stop()
+
+    with pytest.raises(Exception, match="the driver dies after the MERGE"):
+        run(crash=True)
+    assert not (checkpoint / "commits" / str(CRASH_BATCH)).exists()
+    # The state the crashed run's stores committed for the batch: read from a copy of the
+    # checkpoint in which the batch is marked committed (read_state reads committed batches).
+    crashed = tmp_path / "crashed-checkpoint"
+    shutil.copytree(checkpoint, crashed)
+    shutil.copy(crashed / "commits" / str(CRASH_BATCH - 1), crashed / "commits" / str(CRASH_BATCH))
+    crashed_state = state_rows(spark, crashed, CRASH_BATCH)
+    assert crashed_state == [crash_current(i, CRASH_BATCH + 1) for i in range(2)]
+
+    batches = len(CRASH_CHANGES[0])
+    inputs = crash_inputs(tmp_path / "changes", batches)
+    run(crash=False)
+
+    assert calls == [0, 1, 1] + list(range(2, batches))
+    for batch_id in range(batches):
+        assert after[batch_id] == crash_expected(batch_id + 1), f"after batch {batch_id}"
+    assert state_rows(spark, checkpoint, CRASH_BATCH) == crashed_state
+    assert state_rows(spark, checkpoint, batches - 1) == \
+        [crash_current(i, batches) for i in range(2)]
+    written = transactions(table)
+    assert [txn["version"] for _, txn in sorted(written.items())] == list(range(batches))

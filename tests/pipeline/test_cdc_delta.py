@@ -74,6 +74,42 @@ class CdcDriver(DriverProcess):
         super().__init__(command + (["--check"] if check else []), files)
 
 
+class KillPastAMerge:
+    """For a driver's run, kills it the moment the target's log gains a MERGE of a micro-batch
+    that the query's checkpoint has not committed: the window between delta_merge's commit and
+    the query's, after which the restarted query runs the batch again and Delta skips its MERGE.
+    Notes the batches killed in that window (the query may commit before the kill lands)."""
+
+    def __init__(self, files: Files) -> None:
+        self.files = files
+        self.landed: list[int] = []
+        self.tries = 0
+
+    def __call__(self, driver: DriverProcess) -> None:
+        self.tries += 1
+        log = self.files.table / "_delta_log"
+        version = 1 + max((int(f.stem) for f in log.glob("*.json")), default=-1)
+        deadline = time.monotonic() + RUN_SECONDS
+        while True:
+            commit = log / f"{version:020d}.json"
+            if commit.exists():
+                batch = next((action["txn"]["version"] for action in map(
+                    json.loads, commit.read_text().splitlines()) if "txn" in action), None)
+                if batch is not None and not self._committed(batch):
+                    break
+                version += 1
+                continue
+            driver.ensure_alive()
+            assert time.monotonic() < deadline, driver.log_tail()
+            time.sleep(0.002)
+        driver.kill()
+        if not self._committed(batch):
+            self.landed.append(batch)
+
+    def _committed(self, batch: int) -> bool:
+        return (self.files.checkpoint / "commits" / str(batch)).exists()
+
+
 class KillsBetweenRounds(Kills):
     """Kills that note the producer's rounds so far at each."""
 
@@ -97,8 +133,9 @@ def test_the_target_holds_every_change_once_however_often_the_driver_is_killed(c
                                                                               tmp_path):
     """Kills the driver KILLS times while the producer sends rounds of changes, at most two
     rounds ahead of the kills, restarting it on the same checkpoint each time: at a random
-    moment of its first micro-batch or, every other time, just after it. The last run starts
-    while the producer ends, and reads every message once the stop file is there."""
+    moment of its first micro-batch or just after it, and every third time the moment a MERGE
+    has committed a batch the query has not. The last run starts while the producer ends, and
+    reads every message once the stop file is there."""
     files = Files(tmp_path / "work")
     files.work.mkdir()
     shop = Shop(seed=5)
@@ -108,20 +145,26 @@ def test_the_target_holds_every_change_once_however_often_the_driver_is_killed(c
                          gate=kills.gate).run, files)
     started = time.monotonic()
     producer.start()
+    past_a_merge = KillPastAMerge(files)
     runs_that_committed = kill_at_random_moments(
         lambda: CdcDriver(cdc_broker.bootstrap, files, check=False), files, kills,
-        random.Random(7), KILL_WITHIN_SECONDS)
+        random.Random(7), KILL_WITHIN_SECONDS, past_a_merge)
     final = CdcDriver(cdc_broker.bootstrap, files, check=True)
     counts = producer.finish(RUN_SECONDS)
     assert final.wait(RUN_SECONDS) == 0, final.log_tail()
     numbers = json.loads((files.work / "check.json").read_text())
     print(f"kills: {kills.done} ({runs_that_committed} after their run ended a micro-batch), "
-          f"the producer's rounds at each: {kills.rounds_at} of {shop.rounds}; "
+          f"the producer's rounds at each: {kills.rounds_at} of {shop.rounds}; killed past "
+          f"the MERGE of batches {past_a_merge.landed} in {past_a_merge.tries} tries; "
           + "; ".join(final.log_tail(5).splitlines()) + f"; {time.monotonic() - started:.0f} s")
     assert numbers["same"], numbers
     assert numbers["expected"] > 0 and numbers["padded"] > 0
     assert numbers["runs"] >= KILLS + 1
-    assert runs_that_committed >= KILLS // 2
+    # A third of the kills come after a run's first micro-batch, a third past a MERGE (before
+    # the query's commit, so before the batch reports its progress).
+    assert runs_that_committed >= KILLS // 3
+    # A run killed between its MERGE's commit and the query's: the next one went on.
+    assert past_a_merge.landed, past_a_merge.tries
     # Every kill but the last came with changes still to come: rounds between each two.
     assert all(b > a for a, b in zip(kills.rounds_at, kills.rounds_at[1:]))
     assert all(counts[kind] > 0 for kind in ("u", "d", "orders to another customer",

@@ -108,20 +108,26 @@ def wait_for_a_batch(files: Files, driver: DriverProcess, reported_before: int) 
 
 
 def kill_at_random_moments(start: Callable[[], DriverProcess], files: Files, kills: Kills,
-                           rng: random.Random, within_seconds: float) -> int:
+                           rng: random.Random, within_seconds: float,
+                           past_a_merge: Callable[[DriverProcess], None] | None = None) -> int:
     """Starts a driver with `start` and SIGKILLs it, `kills.total` times, each run on the
     checkpoint the last one left: at a random moment within `within_seconds` of its query's
     start (planning its first micro-batch, loading the state, writing the table, committing),
     or, every other time, of the end of its first micro-batch, so that the query moves on
-    between kills. Returns how many runs had finished a micro-batch when killed."""
+    between kills. With `past_a_merge`, every third kill comes instead the moment that wait
+    returns (a sink's write committed, the query's commit of the batch not yet). Returns how
+    many runs had finished a micro-batch when killed."""
     runs_that_committed = 0
     while kills.done < kills.total:
         reported, runs = batches_reported(files), files.run_count()
         driver = start()
         wait_until_running(files, driver, runs)
-        if kills.done % 2:
-            wait_for_a_batch(files, driver, reported)
-        time.sleep(rng.uniform(0, within_seconds))
+        if past_a_merge is not None and kills.done % 3 == 2:
+            past_a_merge(driver)
+        else:
+            if kills.done % 2:
+                wait_for_a_batch(files, driver, reported)
+            time.sleep(rng.uniform(0, within_seconds))
         driver.kill()
         kills.add()
         runs_that_committed += batches_reported(files) > reported

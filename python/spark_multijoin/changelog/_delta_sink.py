@@ -14,7 +14,10 @@ that the `_change_type` field's metadata names under `spark_multijoin.row_id`.
 Each micro-batch is written once however often a restarted query runs it again: Delta records
 the writer's id (the streaming query's id, which its checkpoint keeps across restarts) and the
 batch id with the MERGE's commit, and skips a MERGE whose batch id is at or below the one it
-recorded for that writer.
+recorded for that writer. A skipped MERGE reads none of its source, so the batch is then run
+into Spark's `noop` sink: the query's stateful operators must commit every batch they run (a
+batch that runs again after a crash between the MERGE's commit and the query's), or Spark fails
+the query (`STATE_STORE_COMMIT_VALIDATION_FAILED`).
 """
 
 from __future__ import annotations
@@ -134,11 +137,13 @@ def _merge_once(batch: DataFrame, table: str, identity: list[str], app_id: str,
     try:
         session.conf.set(TXN_APP_ID, app_id)
         session.conf.set(TXN_VERSION, str(batch_id))
-        session.sql(merge_statement(table, view, identity, columns))
+        metrics = session.sql(merge_statement(table, view, identity, columns)).collect()
     finally:
         session.conf.unset(TXN_APP_ID)
         session.conf.unset(TXN_VERSION)
         session.catalog.dropTempView(view)
+    if not metrics:  # Delta answers a MERGE it skips with no row of metrics
+        batch.write.format("noop").mode("overwrite").save()
 
 
 def merge_statement(table: str, source: str, identity: list[str], columns: list[str]) -> str:
