@@ -44,7 +44,7 @@ def run_example(args: argparse.Namespace) -> bool:
         if not done.comparison.same:
             print(f"  samples: {done.comparison.samples}")
     spark.stop()
-    print(f"plan: {plan.count('ChangelogMultiJoin input0')} ChangelogMultiJoin")
+    print(f"plan: {plan.count('ChangelogJoin input0')} ChangelogJoin")
     print(f"done in {time.monotonic() - started:.0f} s")
     return ok
 

@@ -45,7 +45,7 @@ EXAMPLE_ROUNDS = 24
 EXAMPLE_PAUSE = 1.5  # seconds between two rounds: the changes come over many micro-batches
 # Each topic is read in steps of this many messages: the changes take many micro-batches.
 EXAMPLE_MAX_OFFSETS = 20
-CHANGELOG_JOIN = "ChangelogMultiJoin input0"  # a changelog join in a physical plan
+CHANGELOG_JOIN = "ChangelogJoin input0"  # a changelog join in a physical plan
 MERGE_METRICS = ("numSourceRows", "numTargetRowsInserted", "numTargetRowsUpdated",
                  "numTargetRowsDeleted")
 
@@ -86,7 +86,7 @@ def summary(spark, bootstrap: str, files: Files) -> dict:
 def report(numbers: dict) -> list[str]:
     merge = numbers["merged"]
     return [
-        f"plan: {numbers['changelog_joins']} ChangelogMultiJoin (orders, items, payments and "
+        f"plan: {numbers['changelog_joins']} ChangelogJoin (orders, items, payments and "
         "shipments on the order; customers on the customer, stacked)",
         "answer: " + ("the Delta table is the batch join of the topics' final snapshots: "
                       if numbers["same"] else "the Delta table DIFFERS from the batch join: ")

@@ -42,7 +42,7 @@ PACED_ROUNDS = 2 * KILLS  # the producer's rounds are paced over the kills, two 
 MAX_OFFSETS = 15
 # A kill comes within this many seconds of the moment a run's query starts or ends a batch.
 KILL_WITHIN_SECONDS = 3.0
-CHANGELOG_JOIN = "ChangelogMultiJoin input0"  # a changelog join in a physical plan
+CHANGELOG_JOIN = "ChangelogJoin input0"  # a changelog join in a physical plan
 
 
 @pytest.fixture(scope="module")

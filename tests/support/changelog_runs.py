@@ -37,7 +37,7 @@ class ChangelogRun:
 
     @property
     def operator_count(self) -> int:
-        return len(re.findall(r"ChangelogMultiJoin input0 ", self.plan))
+        return len(re.findall(r"ChangelogJoin input0 ", self.plan))
 
     @property
     def ordering_count(self) -> int:

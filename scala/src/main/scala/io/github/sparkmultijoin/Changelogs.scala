@@ -7,6 +7,7 @@ import io.github.sparkmultijoin.logical.ChangelogInput
 
 import org.apache.spark.sql.{DataFrame, classic}
 import org.apache.spark.sql.catalyst.expressions.Attribute
+import org.apache.spark.sql.catalyst.plans.logical.SubqueryAlias
 import org.apache.spark.sql.multijoin.CatalystShim
 import org.apache.spark.sql.types.{ByteType, DataType, IntegerType, LongType, ShortType, StringType}
 
@@ -36,13 +37,19 @@ object Changelogs {
       format: String,
       fullChangelog: Boolean): DataFrame = {
     val plan = frame.asInstanceOf[classic.Dataset[_]].queryExecution.analyzed
-    if (!plan.isStreaming) throw new ChangelogJoinException(s"The $format changelog is not a " +
-      "stream: a changelog input is a stream of changes (readStream); a table's current rows " +
-      "are what a batch query joins.")
+    // As errors name it: `orders`, the debezium changelog `orders`, the changelog.
+    val named = ChangelogInput.kind(format) +
+      (plan match {
+        case SubqueryAlias(name, _) => s" `${name.name}`"
+        case _ => ""
+      })
+    if (!plan.isStreaming) throw new ChangelogJoinException(s"The $named is not a stream: a " +
+      "changelog input is a stream of changes (readStream); a table's current rows are what a " +
+      "batch query joins.")
     val resolver = frame.sparkSession.sessionState.conf.resolver
     def column(role: String)(name: String): Attribute =
       plan.output.find(a => resolver(a.name, name)).getOrElse(throw new ChangelogJoinException(
-        s"The $format changelog has no column `$name` for its $role: its columns are " +
+        s"The $named has no column `$name` for its $role: its columns are " +
           plan.output.map(a => s"`${a.name}`").mkString(", ") + "."))
     val ids = rowId.asScala.toSeq.map(column("row id"))
     val versions = rowVersion.asScala.toSeq.map(column("row version"))
@@ -51,16 +58,16 @@ object Changelogs {
     versions.filterNot(v =>
       Set[DataType](ByteType, ShortType, IntegerType, LongType)(v.dataType)).foreach {
       v =>
-        throw new ChangelogJoinException(s"The row version `${v.name}` of the $format " +
-          s"changelog is ${v.dataType.sql}: a row version is of integers (cast it to BIGINT).")
+        throw new ChangelogJoinException(s"The row version `${v.name}` of the $named is " +
+          s"${v.dataType.sql}: a row version is of integers (cast it to BIGINT).")
     }
     if (kind.dataType != StringType) throw new ChangelogJoinException(s"The change type " +
-      s"`${kind.name}` of the $format changelog is ${kind.dataType.sql}, not STRING.")
+      s"`${kind.name}` of the $named is ${kind.dataType.sql}, not STRING.")
     val input = ChangelogInput(ids, versions, kind,
       consumed.asScala.toSeq.map(column("consumed columns")), format, fullChangelog, plan)
     ids.filterNot(input.output.contains).foreach { id =>
       throw new ChangelogJoinException(
-        s"The row id `${id.name}` of the $format changelog is one of its change columns.")
+        s"The row id `${id.name}` of the $named is one of its change columns.")
     }
     CatalystShim.dataFrame(frame.sparkSession, input)
   }

@@ -1,6 +1,6 @@
 package io.github.sparkmultijoin
 
-import io.github.sparkmultijoin.analysis.{CheckChangelogJoins, FuseChangelogJoins, ResolveMultiJoinHint}
+import io.github.sparkmultijoin.analysis.{CheckChangelogJoins, RewriteChangelogJoins, ResolveMultiJoinHint}
 import io.github.sparkmultijoin.optimizer.{CollapseStreamingJoinChains, InputNames, NumberChangelogJoins, ValidateMultiJoinRestart}
 import io.github.sparkmultijoin.planning.{AddMultiJoinWatermarks, ChangelogJoinStrategy, CheckRealTimeAllowlist, MultiJoinStrategy}
 
@@ -42,7 +42,7 @@ class MultiJoinExtension extends (SparkSessionExtensions => Unit) {
 
     // Analyzer, then plan normalization (before every optimization, per micro-batch too)
     extensions.injectResolutionRule(_ => ResolveMultiJoinHint)
-    extensions.injectResolutionRule(_ => FuseChangelogJoins)
+    extensions.injectResolutionRule(_ => RewriteChangelogJoins)
     extensions.injectCheckRule(_ => CheckChangelogJoins)
     extensions.injectPlanNormalizationRule(_ => ResolveMultiJoinHint.Bind)
     extensions.injectPlanNormalizationRule(_ => InputNames.Record)

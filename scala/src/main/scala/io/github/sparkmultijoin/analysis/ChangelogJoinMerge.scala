@@ -23,7 +23,8 @@ private[analysis] object ChangelogJoinMerge extends PredicateHelper with AliasHe
     val (left, right) = (join.left, join.right)
     Seq(left, right).filterNot(ChangelogSides.isChangelog).foreach(other =>
       throw refused(join,
-        s"its side ${other.nodeName} is not a changelog. Declare every input of a join with a " +
+        s"its side ${ChangelogSides.nameOf(other).shown} is not a changelog. Declare every " +
+          "input of a join with a " +
           "changelog input (spark_multijoin.changelog; an append-only stream with insert_only)"))
     if (!Seq(Inner, LeftOuter, RightOuter, FullOuter).contains(join.joinType)) throw refused(
       join, "a changelog join is INNER, LEFT, RIGHT or FULL OUTER")
@@ -114,7 +115,7 @@ private[analysis] object ChangelogJoinMerge extends PredicateHelper with AliasHe
     val wasOuter = (l.tree.parents ++ r.tree.parents).map(_.isDefined)
     val inner = Some(on).filter(_ => joinType == Inner)
     ChangelogJoin(l.children ++ r.children, l.widths ++ r.widths, l.rowIds ++ r.rowIds,
-      l.formats ++ r.formats,
+      l.formats ++ r.formats, l.names ++ r.names,
       alignedKeys(lg, key.map(_._1)) ++ alignedKeys(rg, key.map(_._2)),
       Seq(l.condition, r.condition, inner).flatten.reduceOption(And), tree,
       (l.onClauses ++ r.onClauses).zipWithIndex.map { case (clause, input) =>

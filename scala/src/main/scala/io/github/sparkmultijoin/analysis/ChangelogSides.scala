@@ -2,6 +2,7 @@ package io.github.sparkmultijoin.analysis
 
 import io.github.sparkmultijoin.logical.{ChangeTypes, ChangelogInput, ChangelogJoin, ChangelogNormalize}
 import io.github.sparkmultijoin.model.JoinTree
+import io.github.sparkmultijoin.optimizer.FusionVerdict.Input
 
 import org.apache.spark.sql.catalyst.expressions.{Alias, AliasHelper, And, Attribute, AttributeSet, Cast, Coalesce, CreateArray, EqualTo, Expression, If, Literal, NamedExpression, RaiseError}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, Project, SubqueryAlias, View}
@@ -36,6 +37,18 @@ private[analysis] object ChangelogSides extends AliasHelper {
 
   def isChangelog(plan: LogicalPlan): Boolean = peel(plan).isDefined
 
+  /** How the query names `side`: its alias, view or table, else its columns. */
+  def nameOf(side: LogicalPlan): Input = {
+    def alias(plan: LogicalPlan): Option[String] = plan match {
+      case SubqueryAlias(alias, _) => Some(alias.name)
+      case Project(_, child) => alias(child)
+      case Filter(_, child) => alias(child)
+      case input: ChangelogInput => alias(input.child)
+      case _ => None
+    }
+    Input(alias(side), side.output.map(_.name).filterNot(_ == ChangelogJoin.ChangeTypeName))
+  }
+
   /**
    * `plan`, a side, as a changelog join of one input whose columns are `plan`'s, keyed by
    * `key` (over those columns). A changelog join below is read as its raw changes.
@@ -48,6 +61,7 @@ private[analysis] object ChangelogSides extends AliasHelper {
         case _ => column
       })
     val (raw, rowId, changes, format) = changesOf(side.base)
+    val name = nameOf(plan).shown
     // The change type of a changelog join below: its changes are read as this input's.
     val hidden = side.base match {
       case below: ChangelogJoin => below.changeColumns.toSet
@@ -70,9 +84,9 @@ private[analysis] object ChangelogSides extends AliasHelper {
     val inputChanges = Project(current ++ changeColumns, raw)
     ChangelogJoin(
       Seq(if (movable && !fullChangelog) {
-        ChangelogNormalize(ids, keyColumns(key, current), format, inputChanges)
+        ChangelogNormalize(ids, keyColumns(key, current), format, name, inputChanges)
       } else inputChanges),
-      Seq(current.length), Seq(ids), Seq(format), Seq(key), None,
+      Seq(current.length), Seq(ids), Seq(format), Seq(name), Seq(key), None,
       JoinTree.inner(1), Seq(Literal.TrueLiteral), None, Nil)
   }
 

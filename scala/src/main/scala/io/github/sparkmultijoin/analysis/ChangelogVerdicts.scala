@@ -1,11 +1,11 @@
 package io.github.sparkmultijoin.analysis
 
-import io.github.sparkmultijoin.logical.{ChangelogInput, ChangelogJoin}
+import io.github.sparkmultijoin.logical.ChangelogJoin
 import io.github.sparkmultijoin.optimizer.FusionVerdict
 import io.github.sparkmultijoin.optimizer.FusionVerdict.{ChangelogJoined, ChangelogStacked, Input}
 
 import org.apache.spark.sql.catalyst.plans.JoinType
-import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, Project, SubqueryAlias}
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 
 /**
  * What EXPLAIN says of a changelog join: its inputs with their declarations and its key, and
@@ -48,15 +48,5 @@ private[analysis] object ChangelogVerdicts {
   private def inputsOf(g: ChangelogJoin, side: LogicalPlan): Seq[Input] =
     verdicts(g).collectFirst { case joined: ChangelogJoined => joined.inputs }
       .filter(_ => g.children.length > 1 || below(side).exists(_ eq g))
-      .getOrElse(Seq(Input(nameOf(side),
-        side.output.map(_.name)
-          .filterNot(_ == ChangelogJoin.ChangeTypeName))))
-
-  private def nameOf(plan: LogicalPlan): Option[String] = plan match {
-    case SubqueryAlias(alias, _) => Some(alias.name)
-    case Project(_, child) => nameOf(child)
-    case Filter(_, child) => nameOf(child)
-    case input: ChangelogInput => nameOf(input.child)
-    case _ => None
-  }
+      .getOrElse(Seq(ChangelogSides.nameOf(side)))
 }

@@ -2,7 +2,9 @@ package io.github.sparkmultijoin.analysis
 
 import io.github.sparkmultijoin.logical.{ChangelogInput, ChangelogJoin}
 
-import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, Project, RepartitionOperation, SubqueryAlias, View}
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, InsertIntoStatement, LogicalPlan, Project, RepartitionOperation, SubqueryAlias, V2WriteCommand, View}
+import org.apache.spark.sql.catalyst.streaming.{WriteToStream, WriteToStreamStatement}
+import org.apache.spark.sql.execution.streaming.sources.{WriteToMicroBatchDataSource, WriteToMicroBatchDataSourceV1}
 
 /**
  * Refuses an operator over the changes of a changelog join or input other than the ones that
@@ -29,7 +31,9 @@ object CheckChangelogJoins extends (LogicalPlan => Unit) {
   private def reads(node: LogicalPlan): Boolean = node match {
     case _: ChangelogJoin | _: SubqueryAlias | _: View | _: ChangelogInput => true
     case _: Project | _: Filter | _: RepartitionOperation => true
-    case other => other.nodeName.startsWith("WriteTo") || other.getClass.getName.contains("Sink")
+    case _: WriteToStreamStatement | _: WriteToStream | _: WriteToMicroBatchDataSource |
+        _: WriteToMicroBatchDataSourceV1 | _: V2WriteCommand | _: InsertIntoStatement => true
+    case _ => false
   }
 
   private def carriesChanges(plan: LogicalPlan): Boolean = plan match {

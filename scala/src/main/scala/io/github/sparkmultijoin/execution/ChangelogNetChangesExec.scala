@@ -6,22 +6,23 @@ import io.github.sparkmultijoin.logical.ChangeTypes
 
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, GenericInternalRow, JoinedRow, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.plans.physical.{ClusteredDistribution, Distribution, UnspecifiedDistribution}
 import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.SQLMetrics
-import org.apache.spark.unsafe.types.UTF8String
 
 /**
  * A changelog join's output: one row per output identity per micro-batch, its net change.
  *
- * Why a step of its own: [[ChangelogMultiJoinExec]] emits the changes of each join key, and an
+ * Why a step of its own: [[ChangelogJoinExec]] emits the changes of each join key, and an
  * output row whose inputs' rows moved to another key is deleted under one key and inserted
  * under another, by two tasks. Shuffled by identity, the two meet: a removal and a put are one
  * `update_postimage`, a put alone is an `insert` (or an `update_postimage` of a row kept under
  * its key), a removal alone a `delete`. Pre-images are dropped, as a sink merges by identity.
  * Where no output row can move to another key (`ChangelogJoinShape.identityKeepsKey`), an
- * identity's changes are all in its key's task already, and are netted there, unshuffled.
+ * identity's changes are all in its key's task already, and are netted there, unshuffled. A
+ * partition holds its changes until its input ends, as an identity's removal and put may come
+ * in either order; it keeps no state.
  *
  * @param identity   the output identity's columns, among the child's
  * @param changeType the output's change type column
@@ -53,7 +54,7 @@ case class ChangelogNetChangesExec(
   override protected def doExecute(): RDD[InternalRow] = {
     val (childOutput, columns, ids, numOutputRows) =
       (child.output, visible, identity, longMetric("numOutputRows"))
-    val types = (columns.map(_.dataType) :+ changeType.dataType).toArray
+    val types = columns.map(_.dataType)
     child.execute().mapPartitions { rows =>
       val (key, row) = (UnsafeProjection.create(ids, childOutput),
         UnsafeProjection.create(columns, childOutput))
@@ -65,11 +66,10 @@ case class ChangelogNetChangesExec(
         if (ChangeTypes.Removes.contains(kind)) removals(id) = row(change).copy()
         else puts(id) = kind -> row(change).copy()
       }
-      val toUnsafe = UnsafeProjection.create(types)
+      val changeRows = ChangeRows.ofOutput(types)
       def emit(kind: String, values: UnsafeRow): InternalRow = {
         numOutputRows += 1
-        toUnsafe(new JoinedRow(values,
-          new GenericInternalRow(Array[Any](UTF8String.fromString(kind))))).copy()
+        changeRows(kind, values)
       }
       puts.iterator.map { case (id, (kind, values)) =>
         val updates = removals.contains(id) || kind == ChangeTypes.UpdatePostimage

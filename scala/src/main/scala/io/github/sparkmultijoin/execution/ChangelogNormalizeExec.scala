@@ -2,32 +2,30 @@ package io.github.sparkmultijoin.execution
 
 import scala.collection.mutable
 
-import io.github.sparkmultijoin.execution.MultiJoinMetrics.{COMMIT_TIME_MS, NUM_IDEMPOTENT_CHANGES, NUM_OUTDATED_CHANGES, NUM_OUTPUT_ROWS, NUM_TOTAL_STATE_ROWS, NUM_UPDATED_STATE_ROWS}
+import io.github.sparkmultijoin.execution.MultiJoinMetrics.{NUM_IDEMPOTENT_CHANGES, NUM_OUTDATED_CHANGES, NUM_TOTAL_STATE_ROWS, NUM_UPDATED_STATE_ROWS}
 import io.github.sparkmultijoin.execution.state.{Applied, ChangelogStateFormat}
 import io.github.sparkmultijoin.logical.{ChangeTypes, ChangelogNormalize}
-import io.github.sparkmultijoin.model.ChangelogJoinShape
-import io.github.sparkmultijoin.restart.{ChangelogDeclarations, OperatorMetadataFile}
-import org.apache.hadoop.conf.Configuration
+import io.github.sparkmultijoin.model.{ChangelogJoinShape, MicroBatchContext}
+import io.github.sparkmultijoin.restart.{ChangelogDeclarations, OperatorProperties}
 
-import org.apache.spark.TaskContext
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, GenericInternalRow, JoinedRow, Literal, UnsafeProjection, UnsafeRow}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, Literal, UnsafeProjection, UnsafeRow}
 import org.apache.spark.sql.catalyst.plans.physical.{Distribution, StatefulOpClusteredDistribution}
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
-import org.apache.spark.sql.catalyst.util.GenericArrayData
-import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
-import org.apache.spark.sql.execution.streaming.operators.stateful.{SchemaValidationUtils, StateStoreWriter, StatefulOperatorCustomMetric, StatefulOperatorStateInfo}
-import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, OperatorStateMetadata, StateSchemaValidationResult, StateStore, StateStoreColFamilySchema, StateStoreOps}
-import org.apache.spark.sql.multijoin.{RealTimeModeShim, StateSchemaWrite, StateStoreShim}
-import org.apache.spark.unsafe.types.UTF8String
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
+import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, StateStore, StateStoreColFamilySchema, StateStoreOps}
+import org.apache.spark.sql.multijoin.StateStoreShim
 
 /**
  * A changelog input's changes ordered by row id ([[ChangelogNormalize]]): per micro-batch and
  * row id, the changes apply in version order to the row id's last applied change, which the
  * state keeps ([[Applied]], by row id), as [[ChangelogChanges]] applies them; where the row
  * changed, it emits the removal of its old version (`delete`, at its old join key) and the put
- * of its new one (`insert`), each with the micro-batch as its version.
+ * of its new one (`insert`), each with the micro-batch as its version. A partition holds its
+ * batch's changes grouped by row id, as a row id's changes apply together, and streams its
+ * output; the state commits once the output is read.
  *
  * @param shape       the one input, as a changelog join reads it
  * @param description the operator as errors name it
@@ -39,10 +37,11 @@ case class ChangelogNormalizeExec(
     shape: ChangelogJoinShape,
     description: String,
     stateInfo: Option[StatefulOperatorStateInfo],
+    batch: Option[MicroBatchContext],
     kept: Seq[Attribute],
     stateFormat: ChangelogStateFormat,
     child: SparkPlan)
-  extends UnaryExecNode with StateStoreWriter with SchemaValidationUtils {
+  extends StatefulExec {
 
   override def nodeName: String = "ChangelogNormalize"
 
@@ -54,8 +53,7 @@ case class ChangelogNormalizeExec(
 
   private def keySchema = DataTypeUtils.fromAttributes(rowId)
 
-  private def numStatePartitions: Int =
-    stateInfo.map(_.numPartitions).getOrElse(conf.numShufflePartitions)
+  override protected def numInputs: Int = 1
 
   override def requiredChildDistribution: Seq[Distribution] =
     StatefulOpClusteredDistribution(rowId, numStatePartitions) :: Nil
@@ -67,28 +65,11 @@ case class ChangelogNormalizeExec(
       Some(NoPrefixKeyStateEncoderSpec(keySchema))))
   }
 
-  // Its state schema is written in format 3, which Spark reads back with operator metadata v2.
-  override def operatorStateMetadataVersion: Int = OperatorMetadataFile.Version
-
-  override def operatorStateMetadata(
-      stateSchemaPaths: List[List[String]] = List.empty): OperatorStateMetadata =
-    new OperatorMetadataFile(getStateInfo, shortName, description)
-      .metadata(ChangelogDeclarations(Nil, Some(stateFormat.version)).json, stateSchemaPaths)
-
-  override def validateAndMaybeEvolveStateSchema(
-      hadoopConf: Configuration,
-      batchId: Long,
-      stateSchemaVersion: Int): List[StateSchemaValidationResult] =
-    RealTimeModeShim.validateAndWriteStateSchema(this,
-      StateSchemaWrite(hadoopConf, batchId, 3,
-        getStateInfo, stateSchemaDirPath(), session, realTime = false))
-
-  override def customStatefulOperatorMetrics: Seq[StatefulOperatorCustomMetric] =
-    MultiJoinMetrics.customStatefulOperatorMetrics(1)
+  override protected def operatorProperties: OperatorProperties =
+    ChangelogDeclarations.ofOrdering(shape, kept, stateFormat.version)
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val info = stateInfo.getOrElse(throw new IllegalStateException(
-      s"$nodeName runs only inside a streaming query, which gives it its state info:\n$this"))
+    val info = runningStateInfo
     metrics // created on the driver, before tasks refer to them
     child.execute().mapPartitionsWithStateStore(info, keySchema, stateFormat.valueSchema,
       NoPrefixKeyStateEncoderSpec(keySchema), session.sessionState,
@@ -98,16 +79,14 @@ case class ChangelogNormalizeExec(
   private def process(batchId: Long)(
       store: StateStore,
       rows: Iterator[InternalRow]): Iterator[InternalRow] = {
-    TaskContext.get().addTaskCompletionListener[Unit] { _ =>
-      if (!store.hasCommitted) store.abort()
-    }
+    abortIfNotCommitted(store)
     val changes = new ChangelogChanges(shape, Nil, description)
     val byId = mutable.LinkedHashMap.empty[UnsafeRow, mutable.ArrayBuffer[Change]]
     rows.foreach { row =>
       val change = changes.change(0, row)
       byId.getOrElseUpdate(change.id, mutable.ArrayBuffer.empty) += change
     }
-    val emit = new NormalizedRows(output, shape.widths.head, batchId)
+    val emit = ChangeRows.ofOrdering(shape.currentColumns(0).map(_.dataType), batchId)
     val storeValue = UnsafeProjection.create(stateFormat.valueSchema)
     val stored = storedRow
     val out = byId.iterator.flatMap { case (id, idChanges) =>
@@ -119,21 +98,23 @@ case class ChangelogNormalizeExec(
         store.put(id,
           storeValue(stateFormat.valueRow(after.copy(row = after.row.map(stored)), batchId)))
         metric(NUM_UPDATED_STATE_ROWS) += 1
-        emit.change(before.flatMap(_.row), after.row)
+        netChange(emit, before.flatMap(_.row), after.row)
       }
-    }.toArray
-    metric(COMMIT_TIME_MS) += timeTakenMs(store.commit())
-    StateStoreShim.committedCheckpoint(store, conf).foreach(setStateStoreCheckpointInfo)
-    metric(NUM_OUTPUT_ROWS) += out.length
-    metric(NUM_TOTAL_STATE_ROWS) += store.metrics.numKeys
-    metric(NUM_OUTDATED_CHANGES) += changes.numOutdated
-    metric(NUM_IDEMPOTENT_CHANGES) += changes.numIdempotent
-    setStoreCustomMetrics(store.metrics.customMetrics)
-    setOperatorMetrics()
-    out.iterator
+    }
+    streamed(out) {
+      commit(store)(store.commit())
+      metric(NUM_TOTAL_STATE_ROWS) += store.metrics.numKeys
+      metric(NUM_OUTDATED_CHANGES) += changes.numOutdated
+      metric(NUM_IDEMPOTENT_CHANGES) += changes.numIdempotent
+    }
   }
 
-  private def metric(declared: MultiJoinMetrics.Metric) = longMetric(declared.name)
+  /** The rows a row id's net change in a micro-batch is: its old version out, its new one in. */
+  private def netChange(emit: ChangeRows, before: Option[UnsafeRow], after: Option[UnsafeRow])
+      : Iterator[InternalRow] =
+    if (before == after) Iterator.empty
+    else before.iterator.map(emit(ChangeTypes.Delete, _)) ++
+      after.iterator.map(emit(ChangeTypes.Insert, _))
 
   /**
    * The current row as the state keeps it: whole, or with the columns not [[kept]] null (a
@@ -155,19 +136,4 @@ case class ChangelogNormalizeExec(
 
   override protected def withNewChildInternal(newChild: SparkPlan): ChangelogNormalizeExec =
     copy(child = newChild)
-}
-
-/** The rows a row id's net change in a micro-batch is: its old version out, its new one in. */
-private class NormalizedRows(output: Seq[Attribute], width: Int, batchId: Long) {
-
-  private val toUnsafe = UnsafeProjection.create(output.map(_.dataType).toArray)
-  private val version = new GenericArrayData(Array[Any](batchId))
-
-  private def row(kind: String, current: UnsafeRow): InternalRow = toUnsafe(new JoinedRow(current,
-    new GenericInternalRow(Array[Any](UTF8String.fromString(kind), version, true)))).copy()
-
-  def change(before: Option[UnsafeRow], after: Option[UnsafeRow]): Iterator[InternalRow] =
-    if (before == after) Iterator.empty
-    else before.iterator.map(row(ChangeTypes.Delete, _)) ++ after.iterator.map(
-      row(ChangeTypes.Insert, _))
 }

@@ -2,26 +2,22 @@ package io.github.sparkmultijoin.execution
 
 import java.util.concurrent.TimeUnit.NANOSECONDS
 
-import io.github.sparkmultijoin.execution.Iterators.onExhaustion
-import io.github.sparkmultijoin.execution.MultiJoinMetrics.{ALL_REMOVALS_TIME_MS, ALL_UPDATES_TIME_MS, COMMIT_TIME_MS, KEY_READ_TIME_MS, Metric, NUM_KEY_READS, NUM_NULL_PADDED_ROWS, NUM_OUTPUT_ROWS, NUM_REMOVED_STATE_ROWS, NUM_ROWS_DROPPED_BY_WATERMARK, NUM_ROWS_EXPIRED_BY_TTL, NUM_TOTAL_STATE_ROWS, NUM_UPDATED_STATE_ROWS, ROWS_OF_INPUT, STATE_MEMORY}
+import io.github.sparkmultijoin.execution.MultiJoinMetrics.{ALL_REMOVALS_TIME_MS, ALL_UPDATES_TIME_MS, KEY_READ_TIME_MS, NUM_KEY_READS, NUM_NULL_PADDED_ROWS, NUM_REMOVED_STATE_ROWS, NUM_ROWS_DROPPED_BY_WATERMARK, NUM_ROWS_EXPIRED_BY_TTL, NUM_TOTAL_STATE_ROWS, NUM_UPDATED_STATE_ROWS, ROWS_OF_INPUT}
 import io.github.sparkmultijoin.execution.state.{MultiJoinStateLayout, MultiJoinStateManager, StateShape}
 import io.github.sparkmultijoin.logical.MultiJoin
-import io.github.sparkmultijoin.model.{Conjunct, EventTimeBounds, JoinTree, MicroBatchContext, StateLayoutVersion}
-import io.github.sparkmultijoin.restart.{OperatorMetadataFile, OperatorProperties}
+import io.github.sparkmultijoin.model.{Conjunct, JoinTree, MicroBatchContext, StateLayoutVersion}
+import io.github.sparkmultijoin.restart.OperatorProperties
 import io.github.sparkmultijoin.ttl.{MinimumAccumulator, StateTtlExpiry}
-import org.apache.hadoop.conf.Configuration
 
-import org.apache.spark.TaskContext
 import org.apache.spark.rdd.RDD
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, Expression}
 import org.apache.spark.sql.catalyst.plans.physical.{Distribution, HashPartitioning, Partitioning, PartitioningCollection, StatefulOpClusteredDistribution, UnknownPartitioning}
 import org.apache.spark.sql.catalyst.types.DataTypeUtils
-import org.apache.spark.sql.execution.{SparkPlan, UnaryExecNode}
-import org.apache.spark.sql.execution.metric.SQLMetric
-import org.apache.spark.sql.execution.streaming.operators.stateful.{SchemaValidationUtils, StateStoreWriter, StatefulOperatorCustomMetric, StatefulOperatorStateInfo}
-import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, OperatorStateMetadata, StateSchemaValidationResult, StateStore, StateStoreColFamilySchema}
-import org.apache.spark.sql.multijoin.{MultiJoinConf, RealTimeModeShim, SelfCountingStoreShim, StateSchemaWrite, StateStoreShim}
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOperatorStateInfo
+import org.apache.spark.sql.execution.streaming.state.{NoPrefixKeyStateEncoderSpec, StateStore, StateStoreColFamilySchema}
+import org.apache.spark.sql.multijoin.{MultiJoinConf, RealTimeModeShim, SelfCountingStoreShim}
 import org.apache.spark.sql.types.StructType
 
 /**
@@ -36,13 +32,13 @@ import org.apache.spark.sql.types.StructType
  *     deciding inputs' rows which became final in this batch (no row to come can join them)
  *     decide.
  *  3. The rows no longer needed are evicted, by bounds derived from the interval conditions
- *     ([[EventTimeBounds]]), and the state is committed.
+ *     ([[InputTimeBounds]]), and the state is committed.
  * A row at or below the previous batch's watermark is late and dropped, as Spark's joins do.
  *
  * State: see [[MultiJoinStateManager]], in the multi-join state layout of the session's state
  * store ([[StateLayoutVersion]], [[MultiJoinStateLayout]]). The layout is recorded in the
  * operator's metadata with what it depends on ([[OperatorProperties]]), which a restart checks
- * ([[OperatorMetadataFile]]). Probing and checks: see [[ProbePlan]] and [[CompiledJoin]].
+ * ([[StatefulExec]]). Probing and checks: see [[ProbePlan]] and [[CompiledJoin]].
  *
  * @param inputs          per input, its columns
  * @param keys            per input, its key expressions (same length and types for all inputs)
@@ -71,7 +67,7 @@ case class StreamingMultiJoinExec(
     stateInfo: Option[StatefulOperatorStateInfo],
     batch: Option[MicroBatchContext],
     @transient child: SparkPlan)
-  extends UnaryExecNode with StateStoreWriter with SchemaValidationUtils {
+  extends StatefulExec {
 
   require(keys.length == inputs.length && keys.map(_.map(_.dataType)).distinct.length == 1,
     "every input of a multi-join needs a key of the same types")
@@ -87,9 +83,7 @@ case class StreamingMultiJoinExec(
 
   private def inputSchemas: Seq[StructType] = inputs.map(DataTypeUtils.fromAttributes)
 
-  // Without state info (explain before start) the partition count Spark would use is the conf's.
-  private def numStatePartitions: Int =
-    stateInfo.map(_.numPartitions).getOrElse(conf.numShufflePartitions)
+  override protected def numInputs: Int = inputs.length
 
   override def requiredChildDistribution: Seq[Distribution] = StatefulOpClusteredDistribution(
     TaggedInputs.keyColumns(child.output, keys.head.length), numStatePartitions) :: Nil
@@ -106,40 +100,17 @@ case class StreamingMultiJoinExec(
         case (Some(on), Some(parent)) => s" ${tree.joinType(input)} to input$parent ON ${on.sql}"
         case _ => ""
       }
-      val kept = (eventTimes(input), evictionOffsets(input)) match {
-        case (Some(time), Some(offset)) =>
-          s" keeps ${time.name} > watermark ${if (offset < 0) "-" else "+"} ${offset.abs}ms"
-        case (Some(time), None) => s" keeps all (${time.name} unbounded)"
-        case _ => ""
-      }
       val key = keys(input).map(_.sql).mkString("[", ", ", "]")
-      s"input$input key=$key$joined$kept${ttlExpiry.shown(input)}"
+      s"input$input key=$key$joined${bounds.kept(input)}${ttlExpiry.shown(input)}"
     }
     val on = condition.map(_.sql).getOrElse("none")
     s"$nodeName ${described.mkString(", ")}, condition=$on, " +
       s"state=${stateInfo.map(info => s"operator ${info.operatorId}").getOrElse("<unknown>")}"
   }
 
-  /** Each input's event-time column, and its ordinal in the input's rows. */
-  private lazy val eventTimes: Seq[Option[Attribute]] =
-    EventTimeBounds.eventTimeColumns(inputs)
-
-  private lazy val timeOrdinals: Seq[Option[Int]] = eventTimes.zip(inputs).map {
-    case (time, columns) => time.map(column => columns.indexWhere(_.exprId == column.exprId))
-  }
-
   private def conjuncts = Conjunct.all(condition, outerConditions)
 
-  /** Per input, how far below the watermark its rows are kept (ms); None keeps them all. */
-  private lazy val evictionOffsets: Seq[Option[Long]] =
-    EventTimeBounds.evictionOffsets(inputs, conjuncts, tree)
-
-  /** Per input, how far below the watermark its rows can join no row to come (ms). */
-  private lazy val finalOffsets: Seq[Option[Long]] =
-    EventTimeBounds.finalOffsets(inputs, conjuncts, tree)
-
-  private lazy val evictable: Seq[Int] =
-    inputs.indices.filter(input => eventTimes(input).isDefined && evictionOffsets(input).isDefined)
+  private lazy val bounds = new InputTimeBounds(inputs, conjuncts, tree)
 
   private lazy val ttlExpiry = new StateTtlExpiry(stateTtlsMs)
 
@@ -163,68 +134,33 @@ case class StreamingMultiJoinExec(
   override def getColFamilySchemas(
       shouldBeNullable: Boolean): Map[String, StateStoreColFamilySchema] =
     MultiJoinStateLayout(layout).familySchemas(
-      StateShape(keySchema, inputSchemas, timeOrdinals, stateTtlsMs.map(_.isDefined)))
-
-  // On a restart, the operator first compares itself with the checkpoint's operator metadata.
-  override def validateAndMaybeEvolveStateSchema(
-      hadoopConf: Configuration,
-      batchId: Long,
-      stateSchemaVersion: Int): List[StateSchemaValidationResult] = {
-    metadataFile.checkRestart(hadoopConf, batchId, operatorProperties)
-    // Spark passes its default schema format, which predates column families; ours need 3.
-    RealTimeModeShim.validateAndWriteStateSchema(this,
-      StateSchemaWrite(hadoopConf, batchId,
-        ColumnFamilySchemaFormat, getStateInfo, stateSchemaDirPath(), session,
-        batch.exists(_.realTime)))
-  }
-
-  private val ColumnFamilySchemaFormat = 3
-
-  private def metadataFile = new OperatorMetadataFile(getStateInfo, shortName, description)
-
-  override def validateNewMetadata(
-      previous: OperatorStateMetadata,
-      current: OperatorStateMetadata): Unit = metadataFile.checkNewMetadata(previous, current)
-
-  override def operatorStateMetadataVersion: Int = OperatorMetadataFile.Version
-
-  override def operatorStateMetadata(
-      stateSchemaPaths: List[List[String]] = List.empty): OperatorStateMetadata =
-    metadataFile.metadata(operatorProperties, stateSchemaPaths)
+      StateShape(keySchema, inputSchemas, bounds.timeOrdinals, stateTtlsMs.map(_.isDefined)))
 
   /**
    * What the state layout depends on, with the value of `multi-join.max-tables` that the
    * operator was planned with (this runs while it is planned).
    */
-  private def operatorProperties: OperatorProperties = OperatorProperties.planned(
+  override protected def operatorProperties: OperatorProperties = OperatorProperties.planned(
     layout, MultiJoinConf.maxTables(conf), inputSchemas, tree, stateTtlsMs)
-
-  override def customStatefulOperatorMetrics: Seq[StatefulOperatorCustomMetric] =
-    MultiJoinMetrics.customStatefulOperatorMetrics(inputs.length)
-
-  private def metric(declared: Metric): SQLMetric = longMetric(declared.name)
 
   // A batch without data is worth running when the watermark moved and rows may be due, or,
   // under a processing-time trigger, when the earliest stored row's TTL has passed.
   override def shouldRunAnotherBatch(newInputWatermark: Long): Boolean = {
-    val watermarkMoved = evictable.nonEmpty &&
+    val watermarkMoved = bounds.evictable.nonEmpty &&
       batch.flatMap(_.evictionWatermarkMs).exists(newInputWatermark > _)
     watermarkMoved ||
     (ttlExpiry.isSet && batch.flatMap(_.nextBatchStartMs()).exists(_ >= nextTtlDueMs.value))
   }
 
-  // Every row to come joins rows above their inputs' eviction bounds (null-padded rows too, as
-  // their anchor row is above its bound until evicted); an operator after this one must not take
-  // those as late.
   override def produceOutputWatermark(inputWatermarkMs: Long): Option[Long] =
-    Some((inputWatermarkMs +: evictable.map(inputWatermarkMs + evictionOffsets(_).get)).min)
+    Some(bounds.outputWatermarkMs(inputWatermarkMs))
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val (info, context) = stateInfo.zip(batch).getOrElse(throw new IllegalStateException(
-      s"$nodeName runs only inside a streaming query, which gives it its state info:\n$this"))
+    val info = runningStateInfo
+    val context = batch.get // planned with the state info
     metrics // created on the driver, before tasks refer to them
     // Analyzed here, once: the tasks get the results with the plan instead of each redoing it.
-    timeOrdinals; evictionOffsets; finalOffsets; evictable; if (ttlExpiry.isSet) nextTtlDueMs
+    bounds; if (ttlExpiry.isSet) nextTtlDueMs
     if (context.realTime) RealTimeModeShim.warmUpBatchEnd()
     val opened = MultiJoinStateLayout(layout).storeSchemas(getColFamilySchemas(false))
     SelfCountingStoreShim.mapPartitionsWithStateStore(child.execute(), info, opened.keySchema,
@@ -247,20 +183,17 @@ case class StreamingMultiJoinExec(
       taggedRows: Iterator[InternalRow]): Iterator[InternalRow] = {
     if (context.realTime) RealTimeModeShim.warmUpBatchEnd() // on an executor of its own too
     val batchStartMs = Some(context.batchTimestampMs).filter(_ => ttlExpiry.isSet)
-    val state = new MultiJoinStateManager(store, keySchema, inputSchemas, timeOrdinals,
+    val state = new MultiJoinStateManager(store, keySchema, inputSchemas, bounds.timeOrdinals,
       info.storeVersion, batchRowsMemory, batchStartMs, layout, ttlExpiry.inputs)
-    TaskContext.get().addTaskCompletionListener[Unit](_ => state.abortIfNotCommitted())
+    abortIfNotCommitted(store)
     // A row past its TTL joins nothing from this batch on, so it goes before any row is joined.
     batchStartMs.foreach(now => metric(NUM_ROWS_EXPIRED_BY_TTL) += ttlExpiry.expire(state, now))
     val updateStartTimeNs = System.nanoTime
     val eviction = Option.when(context.realTime)(
-      new EvictionOnArrival(state, evictionBounds(context.lateRowsWatermarkMs)))
+      new EvictionOnArrival(state, bounds.evictionBounds(context.lateRowsWatermarkMs)))
     val rows =
       joinedRows(info, context, state, eviction.fold(taggedRows)(_.whileArriving(taggedRows)))
-    val numOutputRows = metric(NUM_OUTPUT_ROWS)
-    onExhaustion(rows.map { row => numOutputRows += 1; row }) {
-      endBatch(context, state, store, eviction, updateStartTimeNs)
-    }
+    streamed(rows)(endBatch(context, state, store, eviction, updateStartTimeNs))
   }
 
   /** Once the partition's rows ended: what is due evicted, the state committed and reported. */
@@ -276,11 +209,11 @@ case class StreamingMultiJoinExec(
     metric(ALL_UPDATES_TIME_MS) += NANOSECONDS.toMillis(System.nanoTime - updateStartTimeNs) -
       eviction.fold(0L)(_.removalMs)
     metric(ALL_REMOVALS_TIME_MS) += eviction.fold(
-      timeTakenMs(state.evict(evictionBounds(context.evictionWatermarkMs): _*)))(_.remainder())
+      timeTakenMs(state.evict(bounds.evictionBounds(context.evictionWatermarkMs): _*)))(
+      _.remainder())
     if (ttlExpiry.isSet) ttlExpiry.nextDueMs(state).foreach(nextTtlDueMs.add)
-    metric(COMMIT_TIME_MS) += timeTakenMs(state.commit())
-    StateStoreShim.committedCheckpoint(store, conf).foreach(setStateStoreCheckpointInfo)
-    reportState(state, store)
+    commit(store)(state.commit())
+    reportState(state)
   }
 
   /** The rows the partition's tagged rows join into, in real time or as one batch. */
@@ -293,7 +226,7 @@ case class StreamingMultiJoinExec(
       (info.queryRunId, info.operatorId), keys, inputs, output, conjuncts, tree))
     val padder = new OuterJoinPadder(join, state, metric(NUM_NULL_PADDED_ROWS))
     val joiner = new DeltaJoiner(join, state, padder,
-      context.lateRowsWatermarkMs.map(_ * 1000), timeOrdinals,
+      context.lateRowsWatermarkMs.map(_ * 1000), bounds.timeOrdinals,
       metric(NUM_ROWS_DROPPED_BY_WATERMARK))
     val reader = new TaggedInputs.Reader(keys.head.length, inputs.map(_.length))
     if (context.realTime) joiner.joinOnArrival(reader, taggedRows)
@@ -311,22 +244,12 @@ case class StreamingMultiJoinExec(
       lateRowsWatermarkMs: Option[Long],
       evictionWatermarkMs: Option[Long]): Iterator[InternalRow] =
     tree.decidingInputs.iterator.flatMap { decider =>
-      val newlyFinal = for {
-        watermark <- evictionWatermarkMs
-        previous <- lateRowsWatermarkMs
-        offset <- finalOffsets(decider)
-      } yield state.newlyFinalRows(decider, (watermark + offset) * 1000, (previous + offset) * 1000)
-      newlyFinal.iterator.flatMap(padder.padFinal(decider, _))
-    }
-
-  /** Per evictable input, the bound (micros) its rows are evicted at or below under `watermarkMs`. */
-  private def evictionBounds(watermarkMs: Option[Long]): Seq[(Int, Long)] =
-    evictable.flatMap { input =>
-      watermarkMs.map(watermark => input -> (watermark + evictionOffsets(input).get) * 1000)
+      bounds.newlyFinalRows(state, decider, lateRowsWatermarkMs, evictionWatermarkMs).iterator
+        .flatMap(padder.padFinal(decider, _))
     }
 
   /** The state's metrics, once the partition's batch is committed. */
-  private def reportState(state: MultiJoinStateManager, store: StateStore): Unit = {
+  private def reportState(state: MultiJoinStateManager): Unit = {
     metric(NUM_UPDATED_STATE_ROWS) += state.numStoredRows
     metric(NUM_REMOVED_STATE_ROWS) += state.numEvictedRows
     // The store counts the time index too; the state rows reported are the input rows.
@@ -336,11 +259,6 @@ case class StreamingMultiJoinExec(
     }
     metric(NUM_KEY_READS) += state.numKeyReads
     metric(KEY_READ_TIME_MS) += state.keyReadTimeMs
-    val storeMetrics = store.metrics
-    metric(STATE_MEMORY) += storeMetrics.memoryUsedBytes
-    setStoreCustomMetrics(storeMetrics.customMetrics)
-    setStoreInstanceMetrics(storeMetrics.instanceMetrics)
-    setOperatorMetrics()
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): StreamingMultiJoinExec =

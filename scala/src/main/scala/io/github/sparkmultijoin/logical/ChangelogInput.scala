@@ -39,6 +39,13 @@ case class ChangelogInput(
     copy(child = newChild)
 }
 
+object ChangelogInput {
+
+  /** A changelog of `format` as errors name it: a debezium changelog; a changelog. */
+  def kind(format: String): String =
+    if (format == "changelog") format else s"$format changelog"
+}
+
 /**
  * The change types a changelog input's rows carry: Delta's change data feed's words, which are
  * also those of Spark's `Changelog` connector interface, and `upsert`, a row's new version

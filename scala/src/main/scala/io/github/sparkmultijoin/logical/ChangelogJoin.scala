@@ -19,6 +19,8 @@ import org.apache.spark.sql.types.{ArrayType, LongType, MetadataBuilder, StringT
  * @param widths        per input, how many current-row columns it has
  * @param rowIds        per input, its row id columns, among its current-row columns
  * @param formats       per input, where its changes come from
+ * @param names         per input, how the query names it (its alias, view or table, else its
+ *                      columns), for the errors
  * @param keys          per input, the shared key over its current-row columns
  * @param condition     the inner joins' conditions, key equalities included
  * @param tree          which inputs are outer, and the order their joins apply in
@@ -33,6 +35,7 @@ case class ChangelogJoin(
     widths: Seq[Int],
     rowIds: Seq[Seq[Attribute]],
     formats: Seq[String],
+    names: Seq[String],
     keys: Seq[Seq[Expression]],
     condition: Option[Expression],
     tree: JoinTree,
@@ -41,7 +44,7 @@ case class ChangelogJoin(
     changeColumns: Seq[Attribute],
     operatorId: Long = -1L) extends LogicalPlan {
 
-  require(Seq(widths, rowIds, formats, keys, onClauses, tree.parents).forall(
+  require(Seq(widths, rowIds, formats, names, keys, onClauses, tree.parents).forall(
       _.length == children.length), "every input of a changelog join needs its declaration")
 
   /** Whether it emits pre-images and versions for a changelog join above it. */
@@ -79,8 +82,7 @@ case class ChangelogJoin(
   def withChangeType: ChangelogJoin =
     copy(changeColumns = Seq(ChangelogJoin.changeType(identity, changeColumns.headOption)))
 
-  def description: String =
-    s"The changelog join of ${formats.length} inputs (stateful operator $operatorId)"
+  def description: String = s"The changelog join of ${names.mkString(", ")}"
 
   override lazy val resolved: Boolean = childrenResolved && expressions.forall(_.resolved)
 

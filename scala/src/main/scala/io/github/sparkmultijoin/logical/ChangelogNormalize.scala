@@ -21,12 +21,14 @@ import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, UnaryNode}
  * @param keyColumns the current row's columns that the join key reads: with the row id, all that
  *                   the removal of a row's old version needs to find it
  * @param format     where the changes come from
+ * @param name       how the query names the input, for the errors
  * @param operatorId the stateful operator id, set by the optimizer
  */
 case class ChangelogNormalize(
     rowId: Seq[Attribute],
     keyColumns: Seq[Attribute],
     format: String,
+    name: String,
     child: LogicalPlan,
     operatorId: Long = -1L) extends UnaryNode {
 
@@ -34,6 +36,9 @@ case class ChangelogNormalize(
 
   // Every column is kept: the change columns are named by no expression here.
   override def references: AttributeSet = child.outputSet
+
+  def description: String =
+    s"The ordering by row id of $name, a ${ChangelogInput.kind(format)}"
 
   override protected def withNewChildInternal(newChild: LogicalPlan): ChangelogNormalize =
     copy(child = newChild)

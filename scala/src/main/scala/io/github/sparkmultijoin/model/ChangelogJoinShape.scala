@@ -12,6 +12,7 @@ import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeSet, Expre
  * @param widths      per input, how many current-row columns it has
  * @param rowIds      per input, its row id columns
  * @param formats     per input, where its changes come from
+ * @param names       per input, how the query names it
  * @param keys        per input, the shared key over its current row
  * @param condition   the inner joins' conditions, key equalities included
  * @param tree        which inputs are outer, and the order their joins apply in
@@ -23,6 +24,7 @@ case class ChangelogJoinShape(
     widths: Seq[Int],
     rowIds: Seq[Seq[Attribute]],
     formats: Seq[String],
+    names: Seq[String],
     keys: Seq[Seq[Expression]],
     condition: Option[Expression],
     tree: JoinTree,
@@ -51,5 +53,6 @@ case class ChangelogJoinShape(
   def identityKeepsKey: Boolean = tree.alwaysPresent.exists(keyWithinRowId)
 
   /** How errors name `input`. */
-  def described(input: Int): String = s"input $input (${formats(input)})"
+  def described(input: Int): String =
+    if (numInputs == 1) names(input) else s"${names(input)} (input $input)"
 }

@@ -263,7 +263,7 @@ object FusionVerdict {
     protected def more: Seq[(String, VerdictArg)] = Nil
   }
 
-  // Changelog joins, made in analysis (FuseChangelogJoins).
+  // Changelog joins, made in analysis (RewriteChangelogJoins).
 
   /** Changelog inputs joined in one changelog join on `key`, each with its declaration. */
   case class ChangelogJoined(inputs: Seq[Input], declarations: Seq[String], key: Seq[String])

@@ -1,11 +1,11 @@
 package io.github.sparkmultijoin.planning
 
 import io.github.sparkmultijoin.analysis.ChangelogJoinException
-import io.github.sparkmultijoin.execution.{ChangelogMultiJoinExec, ChangelogNetChangesExec, ChangelogNormalizeExec, TaggedInputs}
+import io.github.sparkmultijoin.execution.{ChangelogJoinExec, ChangelogNetChangesExec, ChangelogNormalizeExec, TaggedInputs}
 import io.github.sparkmultijoin.execution.state.ChangelogStateFormat
 import io.github.sparkmultijoin.logical.{ChangelogInput, ChangelogJoin, ChangelogNormalize}
 import io.github.sparkmultijoin.model.{ChangelogJoinShape, JoinTree}
-import io.github.sparkmultijoin.restart.ChangelogStateFormats
+import io.github.sparkmultijoin.restart.RecordedChangelogFormat
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.Literal
@@ -15,7 +15,7 @@ import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOpera
 import org.apache.spark.sql.multijoin.{CheckpointShim, MicroBatchShim, MultiJoinConf}
 
 /**
- * Plans a [[ChangelogJoin]] as a [[ChangelogMultiJoinExec]] over its inputs tagged and unioned
+ * Plans a [[ChangelogJoin]] as a [[ChangelogJoinExec]] over its inputs tagged and unioned
  * ([[TaggedInputs]]), with its state info and micro-batch as [[MultiJoinStrategy]] fills them
  * in; the join a query writes gets its net changes per identity ([[ChangelogNetChangesExec]]),
  * a join that another changelog join reads is read as it emits them.
@@ -28,12 +28,13 @@ case class ChangelogJoinStrategy(session: SparkSession) extends SparkStrategy {
     case join: ChangelogJoin =>
       val running = MicroBatchShim.running(session)
       val shape = ChangelogJoinShape(join.children.map(_.output), join.widths, join.rowIds,
-        join.formats, join.keys, join.condition, join.tree, join.onClauses, join.filter)
+        join.formats, join.names, join.keys, join.condition, join.tree, join.onClauses,
+        join.filter)
       val changeColumns =
         if (join.raw) join.changeColumns
         else Seq(join.changeColumns.head.newInstance(), ChangelogJoin.rowVersion())
       val stateInfo = running.flatMap(_.stateInfo(join.operatorId))
-      val exec = ChangelogMultiJoinExec(shape, changeColumns, join.description, stateInfo,
+      val exec = ChangelogJoinExec(shape, changeColumns, join.description, stateInfo,
         running.flatMap(_.context), stateFormat(stateInfo, join.description),
         TaggedInputs.plan(join.keys, join.children.map(planLater)))
       if (join.raw) exec :: Nil
@@ -45,11 +46,12 @@ case class ChangelogJoinStrategy(session: SparkSession) extends SparkStrategy {
       val columns = normalize.child.output
       val width = columns.length - ChangelogJoin.InputChangeColumns.length
       val shape = ChangelogJoinShape(Seq(columns), Seq(width), Seq(normalize.rowId),
-        Seq(normalize.format), Seq(Nil), None, JoinTree.inner(1), Seq(Literal.TrueLiteral), None)
-      val description = s"The ordering by row id of a ${normalize.format} " +
-        s"changelog (stateful operator ${normalize.operatorId})"
-      val stateInfo = MicroBatchShim.running(session).flatMap(_.stateInfo(normalize.operatorId))
-      ChangelogNormalizeExec(shape, description, stateInfo,
+        Seq(normalize.format), Seq(normalize.name), Seq(Nil), None, JoinTree.inner(1),
+        Seq(Literal.TrueLiteral), None)
+      val description = normalize.description
+      val running = MicroBatchShim.running(session)
+      val stateInfo = running.flatMap(_.stateInfo(normalize.operatorId))
+      ChangelogNormalizeExec(shape, description, stateInfo, running.flatMap(_.context),
         normalize.rowId ++ normalize.keyColumns, stateFormat(stateInfo, description),
         planLater(normalize.child)) :: Nil
     case input: ChangelogInput => throw new ChangelogJoinException(s"A ${input.format} " +
@@ -66,7 +68,7 @@ case class ChangelogJoinStrategy(session: SparkSession) extends SparkStrategy {
       : ChangelogStateFormat = {
     val forNewQuery = MultiJoinConf.changelogStateFormat(session.sessionState.conf)
     val recorded = stateInfo.fold(Option(forNewQuery)) { info =>
-      ChangelogStateFormats.of(info, description, CheckpointShim.newHadoopConf(session),
+      RecordedChangelogFormat.of(info, description, CheckpointShim.newHadoopConf(session),
         forNewQuery)
     }
     ChangelogStateFormat.recorded(recorded).fold(

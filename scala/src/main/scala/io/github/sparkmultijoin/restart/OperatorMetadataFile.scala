@@ -10,11 +10,11 @@ import org.apache.spark.sql.execution.streaming.operators.stateful.StatefulOpera
 import org.apache.spark.sql.execution.streaming.state.{OperatorInfoV1, OperatorStateMetadata, OperatorStateMetadataReader, OperatorStateMetadataV2, StateStoreId, StateStoreMetadataV2}
 
 /**
- * A multi-join's operator metadata in its checkpoint: what the operator writes there, and the
- * checks of a restart against what an earlier run wrote.
+ * A stateful operator's metadata in its checkpoint: what the operator writes there, and the
+ * checks of a restart against what an earlier run wrote ([[OperatorProperties]]).
  *
  * Why the operator checks before Spark does: Spark checks the state schema before it compares
- * the operator metadata, and a multi-join whose inputs changed would fail the schema check with
+ * the operator metadata, and an operator whose inputs changed would fail the schema check with
  * an error that names neither the input nor the setting that changed.
  *
  * @param info        the operator's state info in the micro-batch
@@ -26,15 +26,13 @@ class OperatorMetadataFile(
     shortName: String,
     description: String) extends Logging {
 
-  /** What the multi-join writes for a micro-batch, with the state schema files Spark wrote. */
+  /** What the operator writes for a micro-batch, with the state schema files Spark wrote. */
   def metadata(properties: OperatorProperties, stateSchemaPaths: List[List[String]])
-      : OperatorStateMetadataV2 = metadata(properties.json, stateSchemaPaths)
-
-  /** The metadata of an operator whose properties are `json`. */
-  def metadata(json: String, stateSchemaPaths: List[List[String]]): OperatorStateMetadataV2 = {
+      : OperatorStateMetadataV2 = {
     val store = StateStoreMetadataV2(StateStoreId.DEFAULT_STORE_NAME, 0, info.numPartitions,
       stateSchemaPaths.headOption.getOrElse(Nil))
-    OperatorStateMetadataV2(OperatorInfoV1(info.operatorId, shortName), Array(store), json)
+    OperatorStateMetadataV2(OperatorInfoV1(info.operatorId, shortName), Array(store),
+      properties.json)
   }
 
   /** The properties JSON the checkpoint recorded for the batch before `batchId`, if any. */
@@ -50,7 +48,7 @@ class OperatorMetadataFile(
   def checkRestart(hadoopConf: Configuration, batchId: Long, current: OperatorProperties): Unit =
     previous(hadoopConf, batchId).foreach {
       case previous: OperatorStateMetadataV2 =>
-        recordedProperties(previous, hadoopConf).checkRestart(current, description)
+        recordedProperties(previous, hadoopConf, current).checkRestart(current, description)
       case _ =>
     }
 
@@ -72,9 +70,10 @@ class OperatorMetadataFile(
    */
   private def recordedProperties(
       previous: OperatorStateMetadataV2,
-      hadoopConf: Configuration): OperatorProperties = {
+      hadoopConf: Configuration,
+      current: OperatorProperties): OperatorProperties = {
     val recorded = OperatorProperties.fromJson(previous.operatorPropertiesJson)
-    if (recorded.inputSchemas.isDefined) {
+    if (recorded.inputSchemas.isDefined || current.layoutVersion.isEmpty) {
       recorded
     } else {
       val families = RecordedOperators.columnFamilies(
@@ -107,6 +106,6 @@ class OperatorMetadataFile(
 
 object OperatorMetadataFile {
 
-  /** The version of Spark's operator metadata the multi-join writes. */
+  /** The version of Spark's operator metadata the operators write. */
   val Version: Int = 2
 }

@@ -2,41 +2,46 @@ package io.github.sparkmultijoin.restart
 
 import io.github.sparkmultijoin.model.{JoinTree, StateLayoutVersion}
 import io.github.sparkmultijoin.ttl.StateTtl
-import org.json4s.{JArray, JBool, JInt, JNothing, JNull, JObject, JString, JValue}
-import org.json4s.jackson.JsonMethods.{compact, parse, parseOpt, render}
-
 import org.apache.spark.SPARK_VERSION
 import org.apache.spark.sql.execution.streaming.state.StateStoreErrors
 import org.apache.spark.sql.internal.SQLConf
 import org.apache.spark.sql.multijoin.{MultiJoinConf, StateStoreShim}
-import org.apache.spark.sql.types.{DataType, StructType}
+import org.apache.spark.sql.types.StructType
 
 /**
- * A multi-join's state layout and what the state depends on, recorded in its operator metadata
- * (the properties JSON of Spark's OperatorStateMetadataV2, which the `state-metadata` source
- * shows) so that a restart can say what changed. The planner's restart check and the operator
- * both read it, hence its place here.
+ * What a stateful operator's state depends on, recorded in its operator metadata (the properties
+ * JSON of Spark's OperatorStateMetadataV2, which the `state-metadata` source shows) so that a
+ * restart can say what changed: the one restart record of the multi-join, the changelog join and
+ * its ordering by row id. The planner's restart check and the operators both read it, hence its
+ * place here.
  *
- * Why: the state keeps every input's rows, each in its input's columns, in one layout. A restart
- * whose multi-join has another layout, other inputs (`multi-join.max-tables` regroups a long
- * chain into other multi-joins), other input columns, or other outer joins cannot use it.
- * Spark's schema check refuses most such restarts, but with
- * STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE, which names neither the input nor the setting that
- * changed.
+ * Why: a multi-join's state keeps every input's rows, each in its input's columns, in one layout.
+ * A restart whose multi-join has another layout, other inputs (`multi-join.max-tables` regroups a
+ * long chain into other multi-joins), other input columns, or other outer joins cannot use it. A
+ * changelog join's state holds each input's rows by row id under its key: a restart that
+ * declares them otherwise would read them wrongly. Spark's schema check refuses most such
+ * restarts, but with STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE, which names neither the input nor
+ * the setting that changed. And no operator's state restarts on an older Spark line than the one
+ * that wrote it.
  *
- * Every property is optional when read: a checkpoint of an earlier version has only the layout
- * (or nothing), and what it does not record is not compared.
+ * Every property is optional when read: a checkpoint of an earlier version records less (a
+ * multi-join only its layout, or nothing; an ordering by row id only its state format), and what
+ * it does not record is not compared. The JSON keys are those earlier versions wrote.
  *
- * @param layoutVersion      the number of its multi-join state layout ([[StateLayoutVersion]]),
- *                           recorded as `stateFormatVersion`
- * @param maxTables          `multi-join.max-tables` when the operator was planned; Some(None):
+ * @param layoutVersion      a multi-join's state layout ([[StateLayoutVersion]]), recorded as
+ *                           `stateFormatVersion`
+ * @param maxTables          `multi-join.max-tables` when the multi-join was planned; Some(None):
  *                           unset
- * @param inputSchemas       the schema of each input's rows, in input order
- * @param tree               how the inputs are joined
- * @param stateTtlsMs        per input, its state TTL (ms), if it has one. A checkpoint of an
- *                           earlier version recorded only whether every input had one
+ * @param inputSchemas       the schema of each multi-join input's rows, in input order
+ * @param tree               how the multi-join's inputs are joined
+ * @param stateTtlsMs        per multi-join input, its state TTL (ms), if it has one. A checkpoint
+ *                           of an earlier version recorded only whether every input had one
  *                           (`storeTimes`): its TTLs read as [[UnknownTtl]]
- * @param sparkVersion       the version of the Spark that planned it
+ * @param sparkVersion       the version of the Spark that planned the operator
+ * @param changelogInputs    per changelog input, what its state depends on
+ *                           ([[ChangelogDeclarations]]), recorded as `inputs`
+ * @param changelogStateFormat the changelog state format its state is kept in, recorded as
+ *                           `stateFormat` (none recorded: the first)
  */
 case class OperatorProperties(
     layoutVersion: Option[Int],
@@ -44,31 +49,29 @@ case class OperatorProperties(
     inputSchemas: Option[Seq[StructType]],
     tree: Option[JoinTree],
     stateTtlsMs: Option[Seq[Option[Long]]] = None,
-    sparkVersion: Option[String] = None) {
+    sparkVersion: Option[String] = None,
+    changelogInputs: Option[Seq[Map[String, String]]] = None,
+    changelogStateFormat: Option[Int] = None) {
 
   import OperatorProperties._
 
-  def json: String = {
-    val fields: List[(String, JValue)] = List(
-      layoutVersion.map(version => LayoutVersionKey -> JInt(version)),
-      maxTables.map(value => "maxTables" -> value.map(JInt(_)).getOrElse(JNull)),
-      inputSchemas.map(schemas => "inputSchemas" -> JArray(schemas.map(schemaJson).toList)),
-      tree.map(joins => "joinTree" -> treeJson(joins)),
-      stateTtlsMs.map(ttls =>
-        "stateTtlsMs" -> JArray(ttls.map(_.map(JInt(_)).getOrElse(JNull)).toList)),
-      sparkVersion.map(version => SparkVersionKey -> JString(version))).flatten
-    compact(render(JObject(fields)))
-  }
+  def json: String = PropertiesJson.write(this)
 
   /**
    * Fails if a restart whose operator (`operator`, as errors name it) has the properties
-   * `current` cannot use state written with these, saying what changed and how to fix it. Where `multi-join.max-tables`
-   * changed too, that is the cause: Spark's own error for a setting changed between restarts
-   * names it. A changed setting that leaves this operator's layout as it was (a chain no longer
-   * than either value) restarts.
+   * `current` cannot use state written with these, saying what changed and how to fix it. Of a
+   * multi-join, where `multi-join.max-tables` changed too, that is the cause: Spark's own error
+   * for a setting changed between restarts names it. A changed setting that leaves this
+   * operator's layout as it was (a chain no longer than either value) restarts.
    */
   def checkRestart(current: OperatorProperties, operator: String): Unit = {
     checkSparkLine(current, operator)
+    current.changelogInputs.foreach(ChangelogDeclarations.checkRestart(changelogInputs, _,
+      operator))
+    if (current.layoutVersion.isDefined) checkMultiJoin(current, operator)
+  }
+
+  private def checkMultiJoin(current: OperatorProperties, operator: String): Unit = {
     checkLayout(current, operator)
     val changes = layoutChanges(current)
     if (changes.nonEmpty) {
@@ -168,11 +171,6 @@ case class OperatorProperties(
 
 object OperatorProperties {
 
-  // The name checkpoints record the layout's number under.
-  private val LayoutVersionKey = "stateFormatVersion"
-
-  private val SparkVersionKey = "sparkVersion"
-
   /** A Spark version's line: "4.1" of "4.1.1". */
   private def lineOf(version: String): String = version.split("[.-]").take(2).mkString(".")
 
@@ -181,6 +179,10 @@ object OperatorProperties {
     def numbers(v: String) = lineOf(v).split('.').map(_.toInt).toSeq
     Ordering.Implicits.seqOrdering[Seq, Int].gt(numbers(version), numbers(than))
   }
+
+  /** The properties of an operator planned now that are none of a multi-join's. */
+  def plannedNow: OperatorProperties = OperatorProperties(None, None, None, None,
+    sparkVersion = Some(SPARK_VERSION))
 
   /** The properties of a multi-join planned now. */
   def planned(
@@ -196,53 +198,7 @@ object OperatorProperties {
   val UnknownTtl: Long = 0L
 
   /** The properties recorded in `json`; none for a blank or unreadable one. */
-  def fromJson(json: String): OperatorProperties = {
-    val recorded = parseOpt(json).getOrElse(JNothing)
-    val maxTables = recorded \ "maxTables" match {
-      case JNothing => None
-      case JInt(value) => Some(Some(value.toInt))
-      case _ => Some(None)
-    }
-    val inputSchemas = recorded \ "inputSchemas" match {
-      case JArray(schemas) => Some(schemas.map(schemaFromJson))
-      case _ => None
-    }
-    OperatorProperties(
-      (recorded \ LayoutVersionKey).toOption.collect { case JInt(v) => v.toInt },
-      maxTables, inputSchemas, (recorded \ "joinTree").toOption.map(treeFromJson),
-      stateTtls(recorded, inputSchemas.map(_.length)),
-      (recorded \ SparkVersionKey).toOption.collect { case JString(version) => version })
-  }
-
-  /** Per input its TTL, as recorded; from `storeTimes`, where only that was, for `numInputs`. */
-  private def stateTtls(recorded: JValue, numInputs: Option[Int]): Option[Seq[Option[Long]]] =
-    (recorded \ "stateTtlsMs", recorded \ "storeTimes") match {
-      case (JArray(ttls), _) => Some(ttls.map {
-          case JInt(ms) => Some(ms.toLong)
-          case _ => None
-        })
-      case (_, JBool(indexed)) => numInputs.map(Seq.fill(_)(Option.when(indexed)(UnknownTtl)))
-      case _ => None
-    }
-
-  private def schemaJson(schema: StructType): JValue = parse(schema.json)
-
-  private def schemaFromJson(json: JValue): StructType =
-    DataType.fromJson(compact(render(json))).asInstanceOf[StructType]
-
-  private def treeJson(tree: JoinTree): JValue = JObject(
-    "parents" -> JArray(tree.parents.map(_.map(JInt(_)).getOrElse(JNull)).toList),
-    "outerOrder" -> JArray(tree.outerOrder.map(JInt(_)).toList),
-    "fullOuter" -> JArray(tree.fullOuter.toList.sorted.map(JInt(_))))
-
-  private def treeFromJson(json: JValue): JoinTree = {
-    def ints(field: String) = (json \ field).children.collect { case JInt(v) => v.toInt }
-    val parents = (json \ "parents").children.map {
-      case JInt(parent) => Some(parent.toInt)
-      case _ => None
-    }
-    JoinTree(parents, ints("outerOrder"), ints("fullOuter").toSet)
-  }
+  def fromJson(json: String): OperatorProperties = PropertiesJson.read(json)
 
   private def columns(schema: StructType): String = schema.fields.map(_.toDDL).mkString(", ")
 

@@ -6,7 +6,10 @@ import org.scalatest.funsuite.AnyFunSuite
 import org.apache.spark.SparkThrowable
 import org.apache.spark.sql.types.StructType
 
-/** What a multi-join records in its operator metadata, and which restarts it refuses, and how. */
+/**
+ * What the multi-join and the changelog operators record in their operator metadata, and which
+ * restarts they refuse, and how.
+ */
 class OperatorPropertiesSuite extends AnyFunSuite {
 
   private def schema(ddl: String) = StructType.fromDDL(ddl)
@@ -178,5 +181,58 @@ class OperatorPropertiesSuite extends AnyFunSuite {
     assert(restart(planned(),
       planned(schemas = inputs.updated(0, schema("k INT NOT NULL, v0 INT"))))
       .getMessage.contains("input 0 had the columns (k INT, v0 INT) and now has (k INT NOT NULL"))
+  }
+
+  // A changelog join's inputs as it records them.
+  private val orders = Map("format" -> "debezium", "row id" -> "order_id",
+    "key" -> "customer_id", "columns" -> "order_id INT,customer_id INT", "join" -> "INNER")
+  private val customers = orders ++ Map("row id" -> "customer_id",
+    "columns" -> "customer_id INT,name STRING", "join" -> "LEFT OUTER")
+
+  private def changelog(inputs: Seq[Map[String, String]] = Seq(orders, customers),
+      format: Option[Int] = Some(2)) = OperatorProperties.plannedNow.copy(
+    changelogInputs = Some(inputs), changelogStateFormat = format)
+
+  private val ChangelogOperator = "The changelog join of o, c (stateful operator 3)"
+
+  test("a changelog join's properties read back, under the keys earlier versions wrote") {
+    assert(OperatorProperties.fromJson(changelog().json) == changelog())
+    val earlier = """{"inputs":[{"columns":"order_id INT,customer_id INT",""" +
+      """"format":"debezium","join":"INNER","key":"customer_id","row id":"order_id"}],""" +
+      """"stateFormat":2}"""
+    assert(OperatorProperties.fromJson(earlier) ==
+      OperatorProperties(None, None, None, None, changelogInputs = Some(Seq(orders)),
+        changelogStateFormat = Some(2)))
+    assert(changelog(Seq(orders)).copy(sparkVersion = None).json == earlier)
+    // An ordering by row id of an earlier version recorded no inputs, a format 1 state none.
+    assert(OperatorProperties.fromJson("""{"inputs":[],"stateFormat":1}""").changelogInputs
+      .isEmpty)
+    assert(OperatorProperties.fromJson("""{"inputs":[]}""").changelogStateFormat.isEmpty)
+    OperatorProperties.fromJson("""{"inputs":[],"stateFormat":1}""")
+      .checkRestart(changelog(Seq(orders)), ChangelogOperator)
+  }
+
+  test("a changelog input declared otherwise than in the checkpoint is refused, naming it") {
+    def refused(now: Seq[Map[String, String]]) = intercept[IllegalStateException](
+      OperatorProperties.fromJson(changelog().json).checkRestart(changelog(now),
+        ChangelogOperator)).getMessage
+    assert(refused(Seq(orders, customers + ("row id" -> "name"))) == s"$ChangelogOperator " +
+      "cannot resume from this checkpoint: the row id of its input 1 was customer_id, now " +
+      "name. The state holds that input's rows as it was declared; declare it as before, or " +
+      "start the query from a new checkpoint.")
+    assert(refused(Seq(orders)).contains("it joined 2 changelog inputs, now 1."))
+    OperatorProperties.fromJson(changelog().json).checkRestart(changelog(), ChangelogOperator)
+  }
+
+  test("a changelog checkpoint of a newer Spark line is refused as a multi-join's is") {
+    def writtenBy(version: String) = changelog().copy(sparkVersion = Some(version))
+    val refused = intercept[IllegalStateException](
+      OperatorProperties.fromJson(writtenBy("4.3.0").json).checkRestart(writtenBy("4.1.1"),
+        ChangelogOperator)).getMessage
+    val multiJoin = restart(planned().copy(sparkVersion = Some("4.3.0")),
+      planned().copy(sparkVersion = Some("4.1.1"))).getMessage
+    assert(refused == multiJoin.replace(Operator, ChangelogOperator))
+    OperatorProperties.fromJson(writtenBy("4.1.1").json).checkRestart(writtenBy("4.3.0"),
+      ChangelogOperator)
   }
 }

@@ -3,7 +3,7 @@ package io.github.sparkmultijoin.execution.state
 import java.util.UUID
 
 import io.github.sparkmultijoin.logical.{ChangelogJoin, MultiJoin}
-import io.github.sparkmultijoin.restart.{ChangelogDeclarations, OperatorProperties, RecordedOperators}
+import io.github.sparkmultijoin.restart.{OperatorProperties, RecordedOperators}
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 
@@ -193,8 +193,7 @@ object MultiJoinStateReader {
     /** How its state is read: as its multi-join state layout, as it recorded it. */
     def source(families: Map[String, StateStoreColFamilySchema]): StateSource =
       if (changelog) ChangelogSource(families(StateStore.DEFAULT_COL_FAMILY_NAME),
-        ChangelogStateFormat.recorded(ChangelogDeclarations.fromJson(
-          metadata.operatorPropertiesJson).stateFormat).fold(
+        ChangelogStateFormat.recorded(properties.changelogStateFormat).fold(
           unknown => throw new IllegalArgumentException(s"$describe cannot be read: $unknown."),
           identity))
       else MultiJoinStateLayout.recorded(properties.layoutVersion).fold(
@@ -202,8 +201,7 @@ object MultiJoinStateReader {
         LayoutSource(_, families))
 
     private val inputSchemas: Seq[StructType] = if (changelog) {
-      ChangelogDeclarations.fromJson(metadata.operatorPropertiesJson).inputs
-        .map(input => StructType.fromDDL(input("columns")))
+      properties.changelogInputs.getOrElse(Nil).map(input => StructType.fromDDL(input("columns")))
     } else {
       properties.inputSchemas.getOrElse(
         throw new IllegalArgumentException(s"$describe was written by an earlier version of " +

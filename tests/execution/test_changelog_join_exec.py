@@ -123,8 +123,9 @@ def test_an_upsert_moving_a_row_to_another_key(spark: SparkSession, tmp_path: Pa
 
 
 @pytest.mark.parametrize("change, says", [
-    (_change("insert", 1, oid=None, cid=10, amount=1), r"input 0 \(changelog\) with row id "
-                                                       r"\[oid=null\] has a null in its row id"),
+    (_change("insert", 1, oid=None, cid=10, amount=1),
+     r"The ordering by row id of o, a changelog: a change of o with row id \[oid=null\] has "
+     r"a null in its row id"),
     (_change("merge", 1, oid=3, cid=10, amount=1), r"row id \[oid=3\] has the type 'merge'"),
     ({"oid": 4, "cid": 10, "_change_type": "insert"}, r"row id \[oid=4\] has a null row version"),
 ])
@@ -169,7 +170,7 @@ def test_a_restart_with_another_row_id_is_refused(spark: SparkSession, tmp_path:
     query = (joined.writeStream.foreachBatch(lambda *_: None)
              .option("checkpointLocation", str(tmp_path / "checkpoint")).start())
     with pytest.raises(StreamingQueryException,
-                       match="the row id of its input 0 was oid, now oid, amount"):
+                       match=r"the row id of its input 0 \(o\) was oid, now oid, amount"):
         query.processAllAvailable()
 
 

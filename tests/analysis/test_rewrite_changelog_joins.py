@@ -47,7 +47,8 @@ def test_a_join_of_changelogs_is_one_changelog_join(inputs) -> None:
 
 
 @pytest.mark.parametrize("build, says", [
-    (lambda o, c, p: _on(o, p), "is not a changelog"),
+    (lambda o, c, p: _on(o, p), r"its side \[cid, note\] is not a changelog"),
+    (lambda o, c, p: _on(o, p.alias("notes")), "its side notes is not a changelog"),
     (lambda o, c, p: _on(o, c).groupBy("o.cid").count(), "Aggregate cannot read the changes"),
     (lambda o, c, p: _on(o, c).dropDuplicates(["name"]), "cannot read the changes"),
     (lambda o, c, p: _on(o, c).select("name", "amount"), "leaves out `oid`"),
@@ -67,6 +68,18 @@ def test_a_declaration_names_the_missing_column(spark: SparkSession, tmp_path: P
         changelog.declare(_stream(spark, tmp_path / "o", ORDERS), "id", "v")
     with pytest.raises(AnalysisException, match="row version `_change_type`"):
         changelog.declare(_stream(spark, tmp_path / "o", ORDERS), "oid", "_change_type")
+
+
+def test_a_declaration_names_the_input_as_the_query_does(spark: SparkSession) -> None:
+    """A table read under its name, or an alias: the error names it, and the format once."""
+    orders = spark.createDataFrame([(1, 2, 3, 1, "insert")], ORDERS).alias("orders")
+    with pytest.raises(AnalysisException, match="The changelog `orders` is not a stream"):
+        changelog.declare(orders, "oid", "v")
+    with pytest.raises(AnalysisException,
+                       match="The debezium changelog `orders` is not a stream"):
+        changelog.declare(orders, "oid", "v", format="debezium")
+    with pytest.raises(AnalysisException, match=r"The changelog is not a stream"):
+        changelog.declare(spark.createDataFrame([(1, 2, 3, 1, "insert")], ORDERS), "oid", "v")
 
 
 def test_a_changelog_written_without_a_join_is_refused(inputs, tmp_path: Path) -> None:

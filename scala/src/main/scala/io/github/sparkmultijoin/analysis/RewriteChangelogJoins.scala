@@ -7,8 +7,10 @@ import org.apache.spark.sql.catalyst.plans.logical.{Filter, Join, LogicalPlan, P
 import org.apache.spark.sql.catalyst.rules.Rule
 
 /**
- * Makes joins of changelog inputs (`Changelogs.declare`) changelog joins, takes the filters
- * above them into them, and keeps the change type in the selects above them.
+ * Rewrites the joins of changelog inputs (`Changelogs.declare`) as changelog joins, two sides at
+ * a time ([[ChangelogJoinMerge]]: one changelog join where its tree can express the join, else
+ * stacked), takes the filters above them into them, and keeps the change type in the selects
+ * above them.
  *
  * Why in analysis: Spark checks a streaming query's analyzed plan when it starts
  * (`ResolveWriteToStream`) and refuses an outer join of streams without watermarks and time
@@ -22,7 +24,7 @@ import org.apache.spark.sql.catalyst.rules.Rule
  * operator above it is refused ([[CheckChangelogJoins]]). Plans without changelog inputs are
  * returned unchanged.
  */
-object FuseChangelogJoins extends Rule[LogicalPlan] with AliasHelper {
+object RewriteChangelogJoins extends Rule[LogicalPlan] with AliasHelper {
 
   override def apply(plan: LogicalPlan): LogicalPlan = plan.resolveOperatorsUp {
     case join: Join
