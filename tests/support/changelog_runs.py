@@ -66,9 +66,9 @@ def declared_streams(spark: SparkSession, specs: list[ChangelogSpec], inputs: In
             for spec, frame in zip(specs, inputs.streams(spark))]
 
 
-def run_changelog_join(frame: DataFrame, checkpoint: Path) -> ChangelogRun:
+def run_changelog_join(frame: DataFrame, checkpoint: Path, first_batch: int = 0) -> ChangelogRun:
     """Runs `frame`, a changelog join's stream, over every file present; each micro-batch's rows
-    are collected as it writes them."""
+    are collected as it writes them. A restart's first micro-batch is `first_batch`."""
     emitted: dict[int, list[tuple]] = {}
 
     def collect(batch: DataFrame, batch_id: int) -> None:
@@ -82,7 +82,8 @@ def run_changelog_join(frame: DataFrame, checkpoint: Path) -> ChangelogRun:
         progress = [json.loads(p.json) for p in query.recentProgress]
     finally:
         query.stop()
-    assert sorted(emitted) == list(range(len(emitted))), f"micro-batches {sorted(emitted)}"
+    assert sorted(emitted) == list(range(first_batch, first_batch + len(emitted))), \
+        f"micro-batches {sorted(emitted)}"
     assert frame.columns[-1] == CHANGE_TYPE, frame.columns
     identity = list(frame.schema[CHANGE_TYPE].metadata[IDENTITY_KEY])
     return ChangelogRun(frame.columns[:-1], identity, [emitted[b] for b in sorted(emitted)], plan,
