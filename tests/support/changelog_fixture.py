@@ -162,7 +162,7 @@ def main() -> None:
     run = run_changelog_join(joined(declared_streams(spark, TABLES, inputs)),
                              root / "checkpoint")
     assert len(run.batches) == BATCHES_BEFORE, run.batches
-    assert "ChangelogNormalize" in run.plan and "ChangelogMultiJoin" in run.plan, run.plan
+    assert "ChangelogNormalize" in run.plan and "ChangelogJoin input0" in run.plan, run.plan
     commit = subprocess.run(["git", "log", "-1", "--format=%h", "--", "scala", "python"],
                             cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
     shutil.rmtree(FIXTURE, ignore_errors=True)
