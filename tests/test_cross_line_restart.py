@@ -57,6 +57,19 @@ def outer_batches(rng: random.Random, batch: int, last: bool) -> list[dict]:
     return [{str(batch): rows(i)} for i in range(3)]
 
 
+def changelog_batches(batch: int) -> list[dict]:
+    """Orders inserted and moved between customers, customers inserted and renamed: each row's
+    versions rise with the step."""
+    orders = [{"oid": batch * 10 + j, "cid": j % 3, "amount": j, "v": 1,
+               "_change_type": "insert"} for j in range(3)]
+    if batch:
+        orders.append({"oid": 0, "cid": batch % 3, "amount": batch, "v": batch + 1,
+                       "_change_type": "upsert"})
+    customers = [{"cid": j, "name": f"c{j}-{batch}", "v": batch + 1,
+                  "_change_type": "upsert"} for j in range(2)]
+    return [{str(batch): orders}, {str(batch): customers}]
+
+
 @pytest.fixture(scope="module")
 def upgraded(tmp_path_factory) -> tuple[Path, list[dict]]:
     """One life of an inner and a time-bounded outer query's checkpoints: a step on each line,
@@ -68,11 +81,13 @@ def upgraded(tmp_path_factory) -> tuple[Path, list[dict]]:
     for number, line in enumerate(LINES):
         last = number == len(LINES) - 1
         runs = {"inner": {"query": "inner", "batches": inner_batches(rng, number)},
-                "outer": {"query": "outer", "batches": outer_batches(rng, number, last)}}
-        for each in runs.values():
-            each["compare"] = last
+                "outer": {"query": "outer", "batches": outer_batches(rng, number, last)},
+                "changelog": {"query": "changelog", "batches": changelog_batches(number)}}
+        for name in ("inner", "outer"):  # the changelog join's rows are changes, not a table
+            runs[name]["compare"] = last
         if last:
             runs["newer"] = {"query": "inner", "batches": inner_batches(rng, 0)}
+            runs["newer_changelog"] = {"query": "changelog", "batches": changelog_batches(0)}
         results.append(run_step(folder, line, number, runs))
     return folder, results
 
@@ -97,4 +112,22 @@ def test_checkpoint_of_a_newer_line_is_refused_on_an_older_one(upgraded):
                        {"newer": {"query": "inner", "batches": inner_batches(rng, 1)}})
     error = refused["runs"]["newer"].get("error", "")
     assert f"it was written by Spark {newest}" in error, refused
+    assert f"run the query on Spark {newest} or newer" in error
+
+
+@pytest.mark.slow
+def test_changelog_checkpoint_restarts_on_newer_lines_and_is_refused_on_older(upgraded):
+    """A changelog join's checkpoint, its ordering by row id's too, lives through every line;
+    one written on the newest is refused on the oldest, in the multi-join's words."""
+    folder, results = upgraded
+    assert [result["runs"]["changelog"].get("error") for result in results] == \
+        [None] * len(LINES)
+    newest, oldest = LINES[-1], LINES[0]
+    refused = run_step(folder, oldest, len(LINES) + 1,
+                       {"newer_changelog": {"query": "changelog",
+                                            "batches": changelog_batches(1)}})
+    error = refused["runs"]["newer_changelog"].get("error", "")
+    assert "cannot resume from this checkpoint: it was written by Spark " + \
+        f"{results[-1]['spark']}, and this is Spark {refused['spark']}, an older line" in error, \
+        refused
     assert f"run the query on Spark {newest} or newer" in error

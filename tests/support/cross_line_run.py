@@ -17,12 +17,14 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_multijoin import configure_spark_with_multijoin
+from spark_multijoin import changelog, configure_spark_with_multijoin
 from spark_multijoin.testing import Inputs, join_on_k
 from support.runs import batch_rows, run_to_parquet
 
 SCHEMAS = {"inner": [f"k int, v{i} int" for i in range(4)],
-           "outer": [f"k int, t{i} timestamp, v{i} int" for i in range(3)]}
+           "outer": [f"k int, t{i} timestamp, v{i} int" for i in range(3)],
+           "changelog": ["oid int, cid int, amount int, v long, _change_type string",
+                         "cid int, name string, v long, _change_type string"]}
 
 
 def outer_star(frames: list[DataFrame]) -> DataFrame:
@@ -36,7 +38,16 @@ def outer_star(frames: list[DataFrame]) -> DataFrame:
     return joined.select(a.k, "v0", "v1", "v2")
 
 
-QUERIES = {"inner": join_on_k, "outer": outer_star}
+def orders_of_customers(frames: list[DataFrame]) -> DataFrame:
+    """Two changelogs, orders LEFT JOIN customers on the customer: the changelog join and, as
+    orders join outside their row id, the ordering by row id, two stateful operators."""
+    orders = changelog.declare(frames[0], "oid", "v").alias("o")
+    customers = changelog.declare(frames[1], "cid", "v").alias("c")
+    return orders.join(customers, F.col("o.cid") == F.col("c.cid"), "left").select(
+        "o.oid", "o.amount", F.col("c.cid").alias("ccid"), "c.name")
+
+
+QUERIES = {"inner": join_on_k, "outer": outer_star, "changelog": orders_of_customers}
 
 
 def run(spark: SparkSession, step: dict) -> dict:
