@@ -12,23 +12,24 @@ from random import Random
 
 import pytest
 
-from scripts.bench import boundaries, metrics
-from scripts.bench.benchmark import chain_ratios, run_benchmark
-from scripts.bench.breakdown import batch_cost
-from scripts.bench.chart import orders_of_magnitude_apart
-from scripts.bench.process_cpu import CpuWindow
-from scripts.bench.latency import INPUTS, query_frame, summary, timed
-from scripts.bench.report import breakdown_markdown, chain_cells, chain_v4_markdown
-from scripts.bench.runners import run_mode
-from scripts.bench.scale_report import scale_markdown, scale_ratios
-from scripts.bench.soak_report import decile_summary, flatness
-from scripts.bench.workload import inputs
-from scripts.bench.workloads import outer_star, workloads
+from multijoin_bench.core import metrics
+from multijoin_bench.core.benchmark import chain_ratios, run_benchmark
+from multijoin_bench.core.breakdown import batch_cost
+from multijoin_bench.core.chart import orders_of_magnitude_apart
+from multijoin_bench.core.report import breakdown_markdown, chain_cells, chain_v4_markdown
+from multijoin_bench.core.runners import run_mode
+from multijoin_bench.core.workload import inputs
+from multijoin_bench.core.workloads import outer_star, workloads
+from multijoin_bench.latency import boundaries
+from multijoin_bench.latency.process_cpu import CpuWindow
+from multijoin_bench.latency.run import INPUTS, query_frame, summary, timed
+from multijoin_bench.scale.report import scale_markdown, scale_ratios
+from multijoin_bench.soak.report import decile_summary, flatness
 from spark_multijoin._session_conf import ENABLED_KEY
 from support.metrics import progress_key
 from support.runs import session_conf
 
-ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = Path(metrics.__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.one_line  # the benchmark is the same Python on every line
 
@@ -102,9 +103,9 @@ def test_outer_star_fuses_into_one_multi_join_with_the_batch_querys_answer(spark
 
 
 def test_the_benchmark_reads_the_multi_join_names_from_the_registry(spark):
-    """scripts/bench/ spells none of the names the registry gives (the operator's and its metrics'
-    progress keys): it reads them through the session's JVM, so that renaming a metric there
-    changes what the benchmark reads rather than blanking a column."""
+    """The benchmark's package spells none of the names the registry gives (the operator's and its
+    metrics' progress keys): it reads them through the session's JVM, so that renaming a metric
+    there changes what the benchmark reads rather than blanking a column."""
     registry = metrics.read_registry(spark)
     assert metrics.registry() == registry
     assert metrics.key(metrics.KEY_READS) == progress_key(spark, "NUM_KEY_READS")
@@ -113,10 +114,11 @@ def test_the_benchmark_reads_the_multi_join_names_from_the_registry(spark):
     keys = {every_metric.apply(i).progressKey().get() for i in range(every_metric.size())
             if every_metric.apply(i).progressKey().isDefined()}
     assert set(registry.keys.values()) <= keys
-    sources = {path.name: path.read_text() for path in ROOT.joinpath("bench").glob("*.py")}
+    sources = {str(path.relative_to(PACKAGE)): path.read_text()
+               for path in PACKAGE.rglob("*.py")}
     spelled = [(name, word) for name, text in sources.items()
                for word in keys | {registry.operator} if f'"{word}"' in text]
-    assert spelled == []
+    assert sources and spelled == []
 
 
 def _mode(state_rows_peak: int, state_bytes: int, wall_seconds: float) -> dict:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from scripts.bench.cdc import merged_peer, percentile, record
-from scripts.bench.cdc_report import cdc_markdown
-from scripts.bench.cdc_workloads import DELETES, UPDATES, cdc_workload, changes, write
+from multijoin_bench.cdc.report import cdc_markdown
+from multijoin_bench.cdc.run import merged_peer, percentile, record
+from multijoin_bench.cdc.workloads import DELETES, UPDATES, cdc_workload, changes, write
 
 pytestmark = pytest.mark.one_line
 
@@ -104,8 +104,8 @@ def _progress(batch: int, rows: int, ms: int) -> dict:
 
 
 def test_the_report_sets_the_runs_against_each_other(monkeypatch):
-    monkeypatch.setattr("scripts.bench.metrics.key", lambda metric: getattr(metric, "field",
-                                                                            metric))
+    monkeypatch.setattr("multijoin_bench.core.metrics.key",
+                        lambda metric: getattr(metric, "field", metric))
     progress = [_progress(0, 1_000, 500), _progress(1, 1_000, 1_500)]
     fast = record(progress, True, 2.0, 1_000_000, sink_counts=True)
     slow = record(progress, False, 10.0, 3_000_000, sink_counts=False)

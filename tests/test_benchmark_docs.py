@@ -1,5 +1,5 @@
 """docs/benchmarks.md types no figure: its tables are the result files' under examples/benchmark/
-(scripts/bench/results_tables.py copies them), and it points at those files."""
+(benchmarks/multijoin_bench/results_tables.py copies them), and it points at those files."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ import re
 
 import pytest
 
-from scripts.bench.results_tables import DOC, ROOT, TABLES
+from multijoin_bench.results_tables import DOC, ROOT, TABLES
 
 
 @pytest.mark.parametrize("table", TABLES, ids=lambda table: table.name)
 def test_each_table_is_its_result_files(table):
     assert table.current(DOC.read_text()) == table.generate(), (
         f"{table.name} differs from examples/benchmark/{table.source}: run "
-        "`.venv/bin/python -m scripts.bench.results_tables`")
+        "`.venv/bin/python -m multijoin_bench.results_tables`")
 
 
 def test_no_figure_outside_the_generated_tables():

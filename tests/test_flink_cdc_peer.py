@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from scripts.bench import flink, flink_cdc_check, flink_cdc_peer, flink_cdc_state
+from multijoin_bench.flink import cdc_check as flink_cdc_check
+from multijoin_bench.flink import cdc_peer as flink_cdc_peer
+from multijoin_bench.flink import cdc_state as flink_cdc_state
+from multijoin_bench.flink import launch as flink
 
-ROOT = Path(__file__).resolve().parent.parent
 SELECT = ("SELECT t0.k, t0.v0, t1.v1, t2.v2 FROM t0 LEFT JOIN t1 ON t0.k = t1.k "
           "LEFT JOIN t2 ON t0.k = t2.k")
 COLUMNS = {"t0": [["k", "BIGINT"], ["v0", "STRING"]], "t1": [["k", "BIGINT"], ["v1", "INT"]],
@@ -173,10 +175,10 @@ def test_modes_may_be_given_comma_separated_and_unknown_ones_fail():
         flink_cdc_peer.parse_args(["s.json", "o.json", "--modes", "multijoin"])
 
 
-def test_the_benchmark_runs_the_peer_from_the_repositorys_root_in_a_process_of_its_own():
+def test_the_benchmark_runs_the_peer_as_a_module_in_a_process_of_its_own():
     assert flink.cdc_peer_command(Path("/w/spec.json"), Path("/o.json"), 1,
                                   ["multi_join", "scan_only"], check=True) == [
-        sys.executable, "-m", "scripts.bench.flink_cdc_peer", "/w/spec.json", "/o.json",
+        sys.executable, "-m", "multijoin_bench.flink.cdc_peer", "/w/spec.json", "/o.json",
         "--runs", "1", "--modes", "multi_join,scan_only", "--check"]
     assert flink.cdc_peer_command(Path("s"), Path("o"))[-2:] == ["--runs", "2"]
 
@@ -196,9 +198,9 @@ def test_one_tiny_run_of_each_join_and_backend_matches_the_batch_join(tmp_path):
     pytest.importorskip("pyflink")
     spec, out = write_fixture(tmp_path), tmp_path / "out.json"
     modes = "scan_only,binary_joins,multi_join_rocksdb"
-    subprocess.run([sys.executable, "-m", "scripts.bench.flink_cdc_peer", str(spec), str(out),
-                    "--modes", modes, "--runs", "1", "--check"], check=True, cwd=ROOT,
-                   stdin=subprocess.DEVNULL, timeout=900)
+    subprocess.run([sys.executable, "-m", "multijoin_bench.flink.cdc_peer", str(spec), str(out),
+                    "--modes", modes, "--runs", "1", "--check"], check=True,
+                   cwd=flink.PACKAGE_PARENT, stdin=subprocess.DEVNULL, timeout=900)
     result = json.loads(out.read_text())
     for mode in ("binary_joins", "multi_join_rocksdb"):
         assert result[mode]["check"] == {"rows": 3, "matches": True, "missing": [],

@@ -3,7 +3,7 @@ runs only under /work/venv-flink's PyFlink)."""
 
 from __future__ import annotations
 
-from scripts.bench import flink_latency
+from multijoin_bench.flink import latency as flink_latency
 
 
 def test_join_takes_the_last_rows_production_and_the_joins_output_time():

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from scripts.bench import flink, flink_peer
-from scripts.bench.report import flink_markdown, summary_markdown
-from scripts.bench.workload import Workload
+from multijoin_bench.core.report import flink_markdown, summary_markdown
+from multijoin_bench.core.workload import Workload
+from multijoin_bench.flink import launch as flink
+from multijoin_bench.flink import peer as flink_peer
 
 
 def test_sql_joins_every_input_on_input_0s_key_into_a_blackhole():

@@ -65,7 +65,8 @@ def test_optimizer_and_analysis_import_no_execution_code():
 
 
 ARCHITECTURE = ROOT / "ARCHITECTURE.md"
-SOURCE_ROOTS = ("scala/", "python/", "scripts/", "examples/", "tests/", "docs/", "project/")
+SOURCE_ROOTS = ("scala/", "python/", "scripts/", "benchmarks/", "examples/", "tests/", "docs/",
+                "project/")
 
 
 def named_paths() -> set[Path]:

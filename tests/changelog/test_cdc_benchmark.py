@@ -16,7 +16,7 @@ import pyspark
 import pytest
 from pyspark.sql import SparkSession
 
-from scripts.bench.cdc import run_cdc
+from multijoin_bench.cdc.run import run_cdc
 from scripts.kafka_jars import DELTA_BY_LINE
 from support.delta_session import delta_spark_session
 
