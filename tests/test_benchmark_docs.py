@@ -1,4 +1,4 @@
-"""docs/benchmarks.md types no figure: its tables are the result files' under examples/benchmark/
+"""docs/benchmarks.md types no figure: its tables are the result files' under benchmarks/results/
 (benchmarks/multijoin_bench/results_tables.py copies them), and it points at those files."""
 
 from __future__ import annotations
@@ -7,13 +7,13 @@ import re
 
 import pytest
 
-from multijoin_bench.results_tables import DOC, ROOT, TABLES
+from multijoin_bench.results_tables import DOC, RESULTS, ROOT, TABLES
 
 
 @pytest.mark.parametrize("table", TABLES, ids=lambda table: table.name)
 def test_each_table_is_its_result_files(table):
     assert table.current(DOC.read_text()) == table.generate(), (
-        f"{table.name} differs from examples/benchmark/{table.source}: run "
+        f"{table.name} differs from benchmarks/results/{table.source}: run "
         "`.venv/bin/python -m multijoin_bench.results_tables`")
 
 
@@ -28,9 +28,9 @@ def test_no_figure_outside_the_generated_tables():
     assert figures == []
 
 
-def test_it_links_every_result_file_of_examples_benchmark():
+def test_it_links_every_result_file():
     text = DOC.read_text()
-    results = sorted((ROOT / "examples" / "benchmark").rglob("*.md"))
+    results = sorted(RESULTS.rglob("*.md"))
     unlinked = [str(path.relative_to(ROOT)) for path in results
                 if f"../{path.relative_to(ROOT)}" not in text]
     assert unlinked == []

@@ -1,4 +1,4 @@
-"""The tables docs/benchmarks.md takes from the benchmark's result files under examples/benchmark/:
+"""The tables docs/benchmarks.md takes from the benchmark's result files under benchmarks/results/:
 the docs type no figure of their own.
 
     python -m multijoin_bench.results_tables     (after a run is copied there)
@@ -13,11 +13,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "benchmarks.md"
+RESULTS = ROOT / "benchmarks" / "results"
 
 
 @dataclass(frozen=True)
 class ResultTable:
-    """The `index`-th markdown table of `source` (under examples/benchmark/), between the
+    """The `index`-th markdown table of `source` (under benchmarks/results/), between the
     `<!-- name: generated ... -->` and `<!-- end of name -->` markers in docs/benchmarks.md."""
 
     name: str
@@ -34,7 +35,7 @@ class ResultTable:
         return f"<!-- end of {self.name} -->"
 
     def generate(self) -> str:
-        text = (ROOT / "examples" / "benchmark" / self.source).read_text()
+        text = (RESULTS / self.source).read_text()
         tables = [block for block in text.split("\n\n") if block.lstrip().startswith("|")]
         return tables[self.index].strip()
 
