@@ -3,7 +3,7 @@ the docs type no figure of their own.
 
     python -m multijoin_bench.results_tables     (after a run is copied there)
 
-tests/test_benchmark_docs.py fails while a table in the docs differs from its result file.
+benchmarks/tests/test_benchmark_docs.py fails while a table in the docs differs from its result file.
 """
 
 from __future__ import annotations

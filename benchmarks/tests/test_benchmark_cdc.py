@@ -1,7 +1,7 @@
 """The CDC benchmark's pure parts, without Spark: the changes the generator makes (fractions, one
 row per key per input in cdc_left10, the same changes for a seed), the files and spec.json that
 Flink's peer reads, and the figures the report makes of a run's progress. The run itself, on
-Delta: tests/changelog/test_cdc_benchmark.py."""
+Delta: benchmarks/tests/test_benchmark_cdc_delta.py."""
 
 from __future__ import annotations
 
