@@ -50,15 +50,7 @@ class ResultTable:
 TABLES = (
     ResultTable("headline table", "results.md", 0),
     ResultTable("latency table", "latency/latency.md", 0),
-    ResultTable("latency boundary table", "latency/latency.md", 1),
-    ResultTable("latency copies table", "latency/latency.md", 2),
     ResultTable("latency 10000 table", "latency/10000/latency.md", 0),
-    ResultTable("latency 10000 boundary table", "latency/10000/latency.md", 1),
-    ResultTable("latency minute batch table", "latency/minute_batches/latency.md", 0),
-    ResultTable("latency minute batch boundary table", "latency/minute_batches/latency.md", 1),
-    ResultTable("latency five minute batch table", "latency/five_minute_batches/latency.md", 0),
-    ResultTable("latency five minute batch boundary table",
-                "latency/five_minute_batches/latency.md", 1),
     ResultTable("cdc table", "cdc/cdc_results.md", 0),
 )
 
