@@ -1,7 +1,7 @@
 """Checks the house limits on main code: no file over 350 lines, no method or function over 40.
 
-Main code is what ships or runs the product: scala/src/main, python/ and scripts/. Tests
-are exempt. A method's length runs from its `def` line to its last line, blank lines and
+Main code is what ships or runs the product: scala/src/main, python/ and scripts/, and the
+benchmark's package, benchmarks/multijoin_bench. Tests are exempt. A method's length runs from its `def` line to its last line, blank lines and
 comments included, as a reader sees it on the screen.
 
     python scripts/check_code_size.py [ROOT]   # prints each breach, exits 1 if there is one
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MAIN_CODE = ("scala/src/main", "python", "scripts")
+MAIN_CODE = ("scala/src/main", "python", "scripts", "benchmarks/multijoin_bench")
 MAX_FILE_LINES = 350
 MAX_METHOD_LINES = 40
 

@@ -29,7 +29,8 @@ def test_no_main_file_or_method_over_the_limits():
 
 
 def test_the_size_check_finds_what_is_over(tmp_path):
-    """The check can fail: a Scala method, a Python function and a file one line over."""
+    """The check can fail: a Scala method, a Python function and a file one line over, in the
+    product's main code and the benchmark's (not in its tests)."""
     body = "\n".join(f"    val x{i} = {i}" for i in range(39))
     scala = tmp_path / "scala" / "src" / "main" / "A.scala"
     scala.parent.mkdir(parents=True)
@@ -39,10 +40,16 @@ def test_the_size_check_finds_what_is_over(tmp_path):
     python.write_text("def long():\n" + "\n".join(f"    x{i} = {i}" for i in range(40)) + "\n")
     (tmp_path / "scripts").mkdir()
     (tmp_path / "scripts" / "c.py").write_text("x = 1\n" * 351)
+    benchmark = tmp_path / "benchmarks" / "multijoin_bench" / "d.py"
+    benchmark.parent.mkdir(parents=True)
+    benchmark.write_text("x = 1\n" * 351)
+    (tmp_path / "benchmarks" / "tests").mkdir()
+    (tmp_path / "benchmarks" / "tests" / "test_e.py").write_text("x = 1\n" * 351)
     assert size_breaches(tmp_path) == [
         "scala/src/main/A.scala:2: long is 41 lines (at most 40)",
         "python/b.py:1: long is 41 lines (at most 40)",
         "scripts/c.py: 351 lines (at most 350)",
+        "benchmarks/multijoin_bench/d.py: 351 lines (at most 350)",
     ]
 
 
@@ -65,7 +72,8 @@ def test_optimizer_and_analysis_import_no_execution_code():
 
 
 ARCHITECTURE = ROOT / "ARCHITECTURE.md"
-SOURCE_ROOTS = ("scala/", "python/", "scripts/", "examples/", "tests/", "docs/", "project/")
+SOURCE_ROOTS = ("scala/", "python/", "scripts/", "benchmarks/", "examples/", "tests/", "docs/",
+                "project/")
 
 
 def named_paths() -> set[Path]:
@@ -95,15 +103,16 @@ def test_architecture_names_every_main_source_file():
     named = named_paths()
     sources = [p for p in (ROOT / "scala" / "src" / "main").rglob("*.scala")] + \
         [p for p in (ROOT / "python").rglob("*.py")] + \
-        [p for p in (ROOT / "scripts").rglob("*")
-         if p.is_file() and "__pycache__" not in p.parts]
+        [p for folder in ("scripts", "benchmarks/multijoin_bench")
+         for p in (ROOT / folder).rglob("*") if p.is_file() and "__pycache__" not in p.parts]
     unnamed = [str(p.relative_to(ROOT)) for p in sources
                if p not in named and not any(folder in p.parents for folder in named)]
     assert unnamed == [], f"ARCHITECTURE.md does not name: {unnamed}"
 
 
 # A file named from the repository's root in a comment or a doc.
-NAMED_FILE = re.compile(r"(?<![\w/.-])((?:scala|python|scripts|tests|docs|examples|project|\.ci)/"
+NAMED_FILE = re.compile(r"(?<![\w/.-])((?:scala|python|scripts|benchmarks|tests|docs|examples|"
+                        r"project|\.ci)/"
                         r"[\w./+-]*\w\.(?:py|scala|md|java|json|sh|toml|sbt|conf))\b")
 
 
@@ -154,6 +163,9 @@ def test_the_file_name_check_finds_a_missing_file(tmp_path):
     scala.write_text('/** See scala/src/main/Gone.scala. */\nval s = "python/kept.py"\n')
     assert sorted(named_files(python)) == ["docs/gone.md", "tests/test_gone.py"]
     assert named_files(scala) == ["scala/src/main/Gone.scala"]
+    doc = tmp_path / "c.md"
+    doc.write_text("Its runs are in benchmarks/multijoin_bench/gone.py.\n")
+    assert named_files(doc) == ["benchmarks/multijoin_bench/gone.py"]
 
 
 def test_no_code_changes_the_import_path():

@@ -11,7 +11,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 # Each package, with the folder its modules are imported from.
 PACKAGES = {"spark_multijoin": (ROOT / "python" / "spark_multijoin", ROOT / "python"),
-            "scripts.bench": (ROOT / "scripts" / "bench", ROOT)}
+            "multijoin_bench": (ROOT / "benchmarks" / "multijoin_bench", ROOT / "benchmarks")}
 
 
 def module_name(path: Path, root: Path) -> str:

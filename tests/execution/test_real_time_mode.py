@@ -19,7 +19,7 @@ from typing import Callable
 import pytest
 from pyspark.sql import functions as F
 
-from scripts.bench.latency import compiled_writer
+from multijoin_bench.latency.run import compiled_writer
 from support.real_time_driver import committed
 
 DRIVER = Path(__file__).resolve().parents[1] / "support" / "real_time_driver.py"

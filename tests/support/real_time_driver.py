@@ -1,7 +1,7 @@
 """A real-time query of its own process, for a test to kill: the multi-join on `k` of three
 inputs of Spark's `LowLatencyMemoryStream` into the benchmark's JVM `foreach` sink
-(scripts/bench/ArrivalWriter.java, compiled by the test into CLASSES), which writes each row as it
-comes.
+(benchmarks/multijoin_bench/latency/ArrivalWriter.java, compiled by the test into CLASSES), which
+writes each row as it comes.
 
     python real_time_driver.py ROUNDS.json ADDED CHECKPOINT OUTPUT CLASSES
 

@@ -1,0 +1,1 @@
+"""The scale workloads (`--workloads scale_pk_1m,...`), run only by name, each peer capped."""
