@@ -7,7 +7,7 @@ import io.github.sparkmultijoin.logical.ChangelogInput
 
 import org.apache.spark.sql.{DataFrame, classic}
 import org.apache.spark.sql.catalyst.expressions.Attribute
-import org.apache.spark.sql.catalyst.plans.logical.SubqueryAlias
+import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, SubqueryAlias}
 import org.apache.spark.sql.multijoin.CatalystShim
 import org.apache.spark.sql.types.{ByteType, DataType, IntegerType, LongType, ShortType, StringType}
 
@@ -37,12 +37,7 @@ object Changelogs {
       format: String,
       fullChangelog: Boolean): DataFrame = {
     val plan = frame.asInstanceOf[classic.Dataset[_]].queryExecution.analyzed
-    // As errors name it: `orders`, the debezium changelog `orders`, the changelog.
-    val named = ChangelogInput.kind(format) +
-      (plan match {
-        case SubqueryAlias(name, _) => s" `${name.name}`"
-        case _ => ""
-      })
+    val named = this.named(plan, format)
     if (!plan.isStreaming) throw new ChangelogJoinException(s"The $named is not a stream: a " +
       "changelog input is a stream of changes (readStream); a table's current rows are what a " +
       "batch query joins.")
@@ -54,6 +49,29 @@ object Changelogs {
     val ids = rowId.asScala.toSeq.map(column("row id"))
     val versions = rowVersion.asScala.toSeq.map(column("row version"))
     val kind = column("change type")(changeType)
+    checkTypes(named, ids, versions, kind)
+    val input = ChangelogInput(ids, versions, kind,
+      consumed.asScala.toSeq.map(column("consumed columns")), format, fullChangelog, plan)
+    ids.filterNot(input.output.contains).foreach { id =>
+      throw new ChangelogJoinException(
+        s"The row id `${id.name}` of the $named is one of its change columns.")
+    }
+    CatalystShim.dataFrame(frame.sparkSession, input)
+  }
+
+  /** The changelog `plan` declares, as errors name it: the debezium changelog `orders`. */
+  private def named(plan: LogicalPlan, format: String): String =
+    ChangelogInput.kind(format) +
+      (plan match {
+        case SubqueryAlias(name, _) => s" `${name.name}`"
+        case _ => ""
+      })
+
+  private def checkTypes(
+      named: String,
+      ids: Seq[Attribute],
+      versions: Seq[Attribute],
+      kind: Attribute): Unit = {
     require(ids.nonEmpty && versions.nonEmpty, "a changelog needs a row id and a row version")
     versions.filterNot(v =>
       Set[DataType](ByteType, ShortType, IntegerType, LongType)(v.dataType)).foreach {
@@ -63,12 +81,5 @@ object Changelogs {
     }
     if (kind.dataType != StringType) throw new ChangelogJoinException(s"The change type " +
       s"`${kind.name}` of the $named is ${kind.dataType.sql}, not STRING.")
-    val input = ChangelogInput(ids, versions, kind,
-      consumed.asScala.toSeq.map(column("consumed columns")), format, fullChangelog, plan)
-    ids.filterNot(input.output.contains).foreach { id =>
-      throw new ChangelogJoinException(
-        s"The row id `${id.name}` of the $named is one of its change columns.")
-    }
-    CatalystShim.dataFrame(frame.sparkSession, input)
   }
 }
