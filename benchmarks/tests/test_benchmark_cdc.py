@@ -130,6 +130,19 @@ def test_the_report_sets_the_runs_against_each_other(monkeypatch):
                                                            "0.25x (2.0 / 8.0) |")
 
 
+def test_the_report_lists_both_engines_settings_and_what_flink_got(monkeypatch):
+    monkeypatch.setattr("multijoin_bench.core.metrics.key",
+                        lambda metric: getattr(metric, "field", metric))
+    result = {"workload": "cdc_star", "parameters": {}, "select": "SELECT 1", "cap_seconds": 60,
+              "batch_sizes": {}}
+    assert "| cdc_star | not recorded | not recorded | not recorded |" in cdc_markdown([result])
+    result["spark_settings"] = {"spark.driver.memory": "6g"}
+    result["flink"] = {"settings": {"managed_memory_mb": 256, "cluster": {"a": "b"}},
+                       "multi_join_rocksdb": {"taskmanager_got": {"managed": 268435456}}}
+    assert ('| cdc_star | `{"spark.driver.memory": "6g"}` | `{"managed_memory_mb": 256}` | '
+            '`{"managed": 268435456}` |') in cdc_markdown([result])
+
+
 def test_flinks_modes_run_again_replace_only_themselves():
     recorded = {"runs": 2, "multi_join_rocksdb": {"seconds": 9}, "scan_only": {"seconds": 1}}
     again = {"runs": 1, "multi_join_rocksdb_dedup": {"seconds": 12}}

@@ -16,6 +16,7 @@ from multijoin_bench.flink import cdc_check as flink_cdc_check
 from multijoin_bench.flink import cdc_peer as flink_cdc_peer
 from multijoin_bench.flink import cdc_state as flink_cdc_state
 from multijoin_bench.flink import launch as flink
+from multijoin_bench.flink.tuning import Tuning
 
 SELECT = ("SELECT t0.k, t0.v0, t1.v1, t2.v2 FROM t0 LEFT JOIN t1 ON t0.k = t1.k "
           "LEFT JOIN t2 ON t0.k = t2.k")
@@ -148,7 +149,11 @@ def test_the_plan_names_its_operators_and_each_modes_join():
                          ["Exchange", "I,UB,UA,D"], ["TableSourceScan", "I,UB,UA,D"],
                          ["Exchange", "I,UB,UA,D"], ["TableSourceScan", "I,UB,UA,D"]]
     assert flink_cdc_peer.plan_problems("multi_join_rocksdb", operators) == []
-    assert flink_cdc_peer.plan_problems("binary_joins", operators) == ["not binary joins"]
+    assert flink_cdc_peer.plan_problems("binary_joins", operators) == [
+        "not binary joins", "mini-batch is not as tuning.py sets it for the mode"]
+    binary = [["Join", "I,UA,D"], ["DropUpdateBefore", "I,UA,D"],
+              ["MiniBatchAssigner", "I,UB,UA,D"], ["TableSourceScan", "I,UB,UA,D"]]
+    assert flink_cdc_peer.plan_problems("binary_joins_rocksdb", binary) == []
     upserts = [["Join", "I,UA,D"], ["ChangelogNormalize", "I,UB,UA,D"],
                ["TableSourceScan", "I,UA,D"]]
     assert flink_cdc_peer.plan_problems("multi_join", upserts) == [
@@ -156,10 +161,12 @@ def test_the_plan_names_its_operators_and_each_modes_join():
         "a ChangelogNormalize re-derives the changelog"]
     # Dropping duplicates is what a ChangelogNormalize after each source is for.
     deduplicated = [["MultiJoin", "I,UB,UA,D"], ["ChangelogNormalize", "I,UB,UA,D"],
+                    ["MiniBatchAssigner", "I,UB,UA,D"],
                     ["TableSourceScan", "I,UB,UA,D"]]
     assert flink_cdc_peer.plan_problems("multi_join_rocksdb_dedup", deduplicated) == []
     assert flink_cdc_peer.plan_problems("multi_join_rocksdb_dedup", operators) == [
-        "no ChangelogNormalize drops duplicates"]
+        "no ChangelogNormalize drops duplicates",
+        "mini-batch is not as tuning.py sets it for the mode"]
     upsert_join = [["MultiJoin", "I,UA,D"], ["DropUpdateBefore", "I,UA,D"],
                    ["TableSourceScan", "I,UB,UA,D"]]
     assert flink_cdc_peer.plan_problems("multi_join", upsert_join) == []
@@ -168,19 +175,28 @@ def test_the_plan_names_its_operators_and_each_modes_join():
 
 
 def test_modes_may_be_given_comma_separated_and_unknown_ones_fail():
+    tuning = ["--managed-memory-mb", "256", "--heap", "6g", "--checkpoint-interval-ms", "1000"]
     args = flink_cdc_peer.parse_args(["s.json", "o.json", "--modes", "multi_join,scan_only",
-                                      "binary_joins_rocksdb"])
+                                      "binary_joins_rocksdb", *tuning])
     assert args.modes == ["multi_join", "scan_only", "binary_joins_rocksdb"]
     with pytest.raises(SystemExit):
-        flink_cdc_peer.parse_args(["s.json", "o.json", "--modes", "multijoin"])
+        flink_cdc_peer.parse_args(["s.json", "o.json", "--modes", "multijoin", *tuning])
 
 
 def test_the_benchmark_runs_the_peer_as_a_module_in_a_process_of_its_own():
-    assert flink.cdc_peer_command(Path("/w/spec.json"), Path("/o.json"), 1,
+    tuning = Tuning(256, "6g", 1500, 2000)
+    assert flink.cdc_peer_command(Path("/w/spec.json"), Path("/o.json"), tuning, 1,
                                   ["multi_join", "scan_only"], check=True) == [
         sys.executable, "-m", "multijoin_bench.flink.cdc_peer", "/w/spec.json", "/o.json",
-        "--runs", "1", "--modes", "multi_join,scan_only", "--check"]
-    assert flink.cdc_peer_command(Path("s"), Path("o"))[-2:] == ["--runs", "2"]
+        "--runs", "1", "--managed-memory-mb", "256", "--heap", "6g",
+        "--checkpoint-interval-ms", "1500", "--latency-bound-ms", "2000",
+        "--modes", "multi_join,scan_only", "--check"]
+    command = flink.cdc_peer_command(Path("s"), Path("o"), tuning)
+    assert command[command.index("--runs") + 1] == "2"
+    # What the command says is what the peer reads.
+    args = flink_cdc_peer.parse_args(command[3:])
+    assert (args.managed_memory_mb, args.heap, args.checkpoint_interval_ms,
+            args.latency_bound_ms) == (256, "6g", 1500, 2000)
 
 
 def test_the_changes_have_gone_through_once_every_vertex_read_what_its_inputs_wrote():
@@ -199,7 +215,8 @@ def test_one_tiny_run_of_each_join_and_backend_matches_the_batch_join(tmp_path):
     spec, out = write_fixture(tmp_path), tmp_path / "out.json"
     modes = "scan_only,binary_joins,multi_join_rocksdb"
     subprocess.run([sys.executable, "-m", "multijoin_bench.flink.cdc_peer", str(spec), str(out),
-                    "--modes", modes, "--runs", "1", "--check"], check=True,
+                    "--modes", modes, "--runs", "1", "--check", "--managed-memory-mb", "64",
+                    "--heap", "1g", "--checkpoint-interval-ms", "1000"], check=True,
                    cwd=flink.PACKAGE_PARENT, stdin=subprocess.DEVNULL, timeout=900)
     result = json.loads(out.read_text())
     for mode in ("binary_joins", "multi_join_rocksdb"):

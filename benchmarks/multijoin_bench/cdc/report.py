@@ -35,7 +35,8 @@ def write_cdc(results: list[dict], out: Path, spark_version: str) -> None:
 
 def cdc_markdown(results: list[dict]) -> str:
     lines = targets_markdown(results) + runs_markdown(results) + flink_markdown(results)
-    lines += profile_markdown(results) + parameters_markdown(results)
+    lines += settings_markdown(results) + profile_markdown(results)
+    lines += parameters_markdown(results)
     return "\n".join(lines) + "\n"
 
 
@@ -165,6 +166,25 @@ def flink_markdown(results: list[dict]) -> list[str]:
                          f"{'' if throughput is None else f'{throughput:,.0f}'} | "
                          f"{'' if state is None else f'{state / 1e6:,.1f}'} |")
     return lines + [""]
+
+
+def settings_markdown(results: list[dict]) -> list[str]:
+    """Both engines' settings per workload, Flink's with what its task manager reported."""
+    lines = ["| workload | Spark's settings | Flink's settings | Flink's task manager got |",
+             "| --- | --- | --- | --- |"]
+    for r in results:
+        spark = r.get("spark_settings")
+        flink = {k: v for k, v in (r.get("flink") or {}).get("settings", {}).items()
+                 if k != "cluster"}
+        got = next((run.get("taskmanager_got") for run in (r.get("flink") or {}).values()
+                    if isinstance(run, dict) and run.get("taskmanager_got")), None)
+        lines.append(f"| {r['workload']} | {settings_cell(spark)} | {settings_cell(flink)} | "
+                     f"{settings_cell(got)} |")
+    return lines + [""]
+
+
+def settings_cell(settings: dict | None) -> str:
+    return f"`{json.dumps(settings)}`" if settings else "not recorded"
 
 
 def profile_markdown(results: list[dict]) -> list[str]:

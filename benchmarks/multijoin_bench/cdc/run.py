@@ -31,6 +31,7 @@ from pyspark.sql import SparkSession
 
 from multijoin_bench.cdc.recipe import Recipe
 from multijoin_bench.cdc.report import write_cdc
+from multijoin_bench.cdc.settings import flink_tuning, spark_settings
 from multijoin_bench.cdc.tables import changelog_join, delta_rows, differing_rows, snapshot_join
 from multijoin_bench.cdc.workloads import cdc_workload, write
 from multijoin_bench.core import metrics
@@ -38,6 +39,7 @@ from multijoin_bench.core.breakdown import batch_cost, batch_split
 from multijoin_bench.core.runs import capped_wait, folder_bytes, settings
 from multijoin_bench.flink import cdc_peer as flink_cdc_peer
 from multijoin_bench.flink import launch as flink
+from multijoin_bench.flink.tuning import Tuning
 from multijoin_bench.scale.run import BOUNDED_MEMORY
 
 CHANGES = 1_000_000
@@ -99,7 +101,8 @@ def run_cdc(spark: SparkSession, names: list[str], changes: int, batch_sizes: li
         spec = write(cdc_workload(name, changes, file_changes), folder)
         print(f"{name}: {spec['parameters']}", flush=True)
         result = {"workload": name, "parameters": spec["parameters"], "select": spec["select"],
-                  "cap_seconds": cap_seconds, "batch_sizes": {}}
+                  "cap_seconds": cap_seconds, "spark_settings": spark_settings(spark),
+                  "batch_sizes": {}}
         for size in batch_sizes:
             result["batch_sizes"][str(size)] = run_batch_size(
                 spark, spec, folder / f"runs_{size}", size // file_changes, cap_seconds,
@@ -109,7 +112,7 @@ def run_cdc(spark: SparkSession, names: list[str], changes: int, batch_sizes: li
                                                     cap_seconds)
         print(f"    state, compacted: {result['compacted_state']}", flush=True)
         if flink:
-            result["flink"] = flink_peer(folder, cap_seconds, flink)
+            result["flink"] = flink_peer(folder, cap_seconds, flink, flink_tuning(spark, result))
         results.append(result)
     write_checked(results, out, spark.version)
     return results
@@ -162,8 +165,9 @@ def rerun(spark: SparkSession, names: list[str], parts: list[str], out: Path, wo
             result["compacted_state"] = compacted_state(spark, spec, folder / "compacted_state",
                                                         files, cap_seconds)
         if "flink" in parts:
-            result["flink"] = merged_peer(result.get("flink"),
-                                          flink_peer(folder, cap_seconds, flink or FlinkPeer()))
+            again = flink_peer(folder, cap_seconds, flink or FlinkPeer(),
+                               flink_tuning(spark, result))
+            result["flink"] = merged_peer(result.get("flink"), again)
         print(f"{result['workload']}: {parts} again", flush=True)
     write_checked(recorded["results"], out, spark.version)
 
@@ -298,15 +302,15 @@ class FlinkPeer:
     runs: int = NOOP_RUNS
 
 
-def flink_peer(folder: Path, cap_seconds: float, peer: FlinkPeer) -> dict:
-    """Flink's peer on the workload's folder (its spec.json), in a process of its own, capped at
-    a cap per run of each join mode (its timed runs and its state run); or why it did not
-    run."""
+def flink_peer(folder: Path, cap_seconds: float, peer: FlinkPeer, tuning: Tuning) -> dict:
+    """Flink's peer on the workload's folder (its spec.json) with `tuning`, in a process of its
+    own, capped at a cap per run of each join mode (its timed runs and its state run); or why it
+    did not run."""
     if not flink.installed():
         return {"not_available": flink.MISSING}
     caps = len(peer.modes or flink_cdc_peer.MODES) * (peer.runs + 1)
     try:
-        return flink.run_cdc_peer(folder / "spec.json", runs=peer.runs, modes=peer.modes,
+        return flink.run_cdc_peer(folder / "spec.json", tuning, runs=peer.runs, modes=peer.modes,
                                   cap_seconds=caps * cap_seconds)
     except subprocess.TimeoutExpired:
         return {"not_available": f"not finished in {caps} caps"}

@@ -32,9 +32,13 @@ Each table's files are therefore staged, untimed, as one file (their bytes in na
 Spark reads them): one reader reads it front to back, as from one Kafka partition, and keeps
 each key's changes in order through the shuffle by key.
 
+Settings: every job runs as Flink's users run it (tuning.py): managed memory and heap equal to
+Spark's side's, checkpoints on, mini-batch where the plan has an operator that uses it, object
+reuse; the output lists them with the memory the task manager reports it got.
+
 Time: each mode runs `--runs` times, alternating with the others, timed from `execute_sql`
-(planning, the local mini-cluster's start, submission) to the job's end, without
-checkpointing, after one untimed scan that warms up the JVM; throughput is the spec's changes
+(planning, the local mini-cluster's start, submission) to the job's end, checkpointing as
+tuning.py says, after one untimed scan that warms up the JVM; throughput is the spec's changes
 over the best run's seconds. Flink runs no micro-batches: there is no per-batch time to report.
 
 State bytes (cdc_state.py): a bounded job that ends drops its operators'
@@ -67,6 +71,7 @@ from multijoin_bench.flink import cdc_check as flink_cdc_check
 from multijoin_bench.flink import cdc_state as flink_cdc_state
 from multijoin_bench.flink.peer import (DEDUP, environment, flink_type, sink_ddl, timed_run,
                                         uses_rocksdb)
+from multijoin_bench.flink.tuning import DEFAULT_LATENCY_BOUND_MS, Tuning, mini_batches
 
 MODES = ("scan_only", "binary_joins", "multi_join", "binary_joins_rocksdb", "multi_join_rocksdb",
          "multi_join_rocksdb_dedup")
@@ -135,6 +140,8 @@ def plan_problems(mode: str, operators: list[list[str]], key_changes: int = 0) -
         problems.append("no ChangelogNormalize drops duplicates")
     if key_changes and "DropUpdateBefore" in names:
         problems.append(f"drops update-befores, but {key_changes} updates change a primary key")
+    if mini_batches(mode) != ("MiniBatchAssigner" in names):
+        problems.append("mini-batch is not as tuning.py sets it for the mode")
     return problems
 
 
@@ -168,6 +175,7 @@ def output_columns(spec: dict, folders: dict[str, str]) -> list[tuple[str, str]]
 
 def summary(mode: str, runs: list[dict], changes: int, key_changes: int) -> dict:
     best = min(runs, key=lambda run: run["seconds"])
+    got = next((run["taskmanager"] for run in runs if run.get("taskmanager")), None)
     operators = plan_operators(best["plan"])
     problems = plan_problems(mode, operators, key_changes) if mode != "scan_only" else []
     if any(run["rocksdb_used"] != uses_rocksdb(mode) for run in runs):
@@ -177,42 +185,50 @@ def summary(mode: str, runs: list[dict], changes: int, key_changes: int) -> dict
             "net_runtime_seconds": min(run["net_runtime_seconds"] for run in runs),
             "runs_seconds": [run["seconds"] for run in runs], "per_batch_seconds": None,
             "rocksdb_used": all(run["rocksdb_used"] for run in runs),
-            "plan_operators": operators, "plan_problems": problems}
+            "plan_operators": operators, "plan_problems": problems, "taskmanager_got": got}
 
 
-def timed_runs(sql: dict, modes: list[str], runs: int, parallelism: int) -> dict[str, list]:
-    """Each mode's timed runs, after one untimed scan that warms up the JVM."""
+def timed_runs(sql: dict, modes: list[str], runs: int, parallelism: int,
+               tuning: Tuning) -> dict[str, list]:
+    """Each mode's timed runs with `tuning`, after one untimed scan that warms up the JVM."""
     from pyflink.table import ExplainDetail
 
-    timed_run("scan_only", parallelism, sql["ddl"], sql["scan"])
+    timed_run("scan_only", parallelism, sql["ddl"], sql["scan"], tuning=tuning)
     results: dict[str, list[dict]] = {mode: [] for mode in modes}
     for _ in range(runs):  # alternating, so that every mode sees the machine alike
         for mode in modes:
             insert = sql["scan"] if mode == "scan_only" else sql["join"]
             results[mode].append(timed_run(mode, parallelism, sql["ddl"], insert,
-                                           (ExplainDetail.CHANGELOG_MODE,)))
+                                           (ExplainDetail.CHANGELOG_MODE,), tuning))
             print(f"flink {mode}: {results[mode][-1]['seconds']} s", flush=True)
     return results
 
 
 def run_modes(spec: dict, folders: dict[str, str], modes: list[str], runs: int,
-              parallelism: int, check: bool) -> dict:
+              parallelism: int, check: bool, tuning: Tuning) -> dict:
     output = output_columns(spec, folders)
     sql = statements(spec, folders, output)
-    results = timed_runs(sql, modes, runs, parallelism)
+    results = timed_runs(sql, modes, runs, parallelism, tuning)
     key_changes = sum(flink_cdc_check.key_changes(table) for table in spec["tables"])
     out = {mode: summary(mode, mode_runs, spec["changes"], key_changes)
            for mode, mode_runs in results.items()}
     watching = statements(spec, folders, output, flink_cdc_state.MONITOR_INTERVAL)
     for mode in (mode for mode in modes if mode != "scan_only"):
         out[mode]["state"] = flink_cdc_state.measure(
-            mode, parallelism, watching["ddl"], watching["join"], spec["changes"])
+            mode, parallelism, watching["ddl"], watching["join"], spec["changes"], tuning)
         print(f"flink {mode}: state {out[mode]['state']['state_bytes']} bytes", flush=True)
         if check:
             out[mode]["check"] = flink_cdc_check.check(spec, mode, parallelism,
                                                        sql["ddl"][:len(spec["tables"])])
     return {"sql": {"ddl": sql["ddl"], "join": sql["join"], "scan": sql["scan"]},
             "key_changing_updates": key_changes, **out}
+
+
+def jvm_max_heap() -> int:
+    """The heap the JVM that ran the jobs (PyFlink's gateway, the mini-cluster's) got."""
+    from pyflink.java_gateway import get_gateway
+
+    return int(get_gateway().jvm.java.lang.Runtime.getRuntime().maxMemory())
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -225,6 +241,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--parallelism", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--check", action="store_true",
                         help="compare each join mode's result with the batch join (small inputs)")
+    parser.add_argument("--managed-memory-mb", type=int, required=True,
+                        help="the task manager's managed memory: Spark's bounded RocksDB memory")
+    parser.add_argument("--heap", required=True,
+                        help="the JVM's maximum heap, as Spark's driver memory (6g); the caller "
+                             "starts this process with JVM_ARGS=-Xmx<heap> (launch.py)")
+    parser.add_argument("--checkpoint-interval-ms", type=int, required=True)
+    parser.add_argument("--latency-bound-ms", type=int, default=DEFAULT_LATENCY_BOUND_MS,
+                        help="the latency the run is held to; mini-batches take a quarter")
     args = parser.parse_args(argv)
     args.modes = [mode for item in args.modes for mode in item.split(",") if mode]
     unknown = sorted(set(args.modes) - set(MODES))
@@ -235,6 +259,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
+    tuning = Tuning(args.managed_memory_mb, args.heap, args.checkpoint_interval_ms,
+                    args.latency_bound_ms)
     spec = json.loads(args.spec.read_text())
     with tempfile.TemporaryDirectory() as scratch:
         folders, records = stage(spec["tables"], Path(scratch))
@@ -242,10 +268,12 @@ def main(argv: list[str] | None = None) -> None:
             raise SystemExit(f"{args.spec}: {records} change records in the files, "
                              f"{spec['changes']} in the spec")
         out = {"workload": spec["workload"], "changes": spec["changes"],
-               "parallelism": args.parallelism, "runs": args.runs, "checkpointing": False,
+               "parallelism": args.parallelism, "runs": args.runs,
+               "settings": tuning.describe(args.modes),
                "staged": "each table's files as one file, in name order",
                "latency": "not measured for Flink yet",
-               **run_modes(spec, folders, args.modes, args.runs, args.parallelism, args.check)}
+               **run_modes(spec, folders, args.modes, args.runs, args.parallelism, args.check,
+                           tuning), "jvm_max_heap_bytes": jvm_max_heap()}
     args.out.write_text(json.dumps(out, indent=2))
     failed = {mode: out[mode]["plan_problems"] for mode in args.modes
               if out[mode]["plan_problems"] or not out[mode].get("check", {}).get("matches", True)}

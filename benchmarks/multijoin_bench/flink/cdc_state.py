@@ -10,14 +10,16 @@ wrote, and no count moved between two polls.
 
 from __future__ import annotations
 
-import json
-import socket
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from multijoin_bench.flink.peer import environment, job_config
+from multijoin_bench.flink.rest import cluster_config, free_port, get_json
+
+if TYPE_CHECKING:
+    from multijoin_bench.flink.tuning import Tuning
 
 # The sources look for new files this often; there are none, so it costs next to nothing.
 MONITOR_INTERVAL = "1 s"
@@ -30,13 +32,6 @@ def checkpoint_config(folder: Path) -> dict[str, str]:
     return {"execution.checkpointing.interval": "1 s",
             "execution.checkpointing.incremental": "false",
             "execution.checkpointing.dir": folder.as_uri()}
-
-
-def cluster_config(port: int) -> dict[str, str]:
-    # The REST API's record counts are refreshed every 10 s by default.
-    return {"rest.bind-address": "127.0.0.1", "rest.address": "127.0.0.1",
-            "rest.bind-port": str(port), "rest.port": str(port),
-            "metrics.fetcher.update-interval": "200"}
 
 
 def settled(inputs: dict[str, list[str]], counts: dict[str, tuple[int, int]],
@@ -58,17 +53,6 @@ def operator_bytes(inputs: dict[str, list[str]], names: dict[str, str],
             for vertex, upstream in inputs.items() if upstream}
 
 
-def _get(port: int, path: str) -> dict:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as response:
-        return json.loads(response.read())
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def _folder_bytes(folder: Path) -> int:
     total = 0
     for path in folder.rglob("*"):
@@ -83,7 +67,7 @@ def _wait_settled(port: int, job: str, inputs: dict[str, list[str]], changes: in
                   deadline: float) -> dict[str, tuple[int, int]]:
     last = None
     while time.time() < deadline:
-        vertices = _get(port, f"/jobs/{job}")["vertices"]
+        vertices = get_json(port, f"/jobs/{job}")["vertices"]
         counts = {vertex["id"]: (int(vertex["metrics"]["read-records"]),
                                  int(vertex["metrics"]["write-records"])) for vertex in vertices}
         if counts == last and settled(inputs, counts, changes):
@@ -95,7 +79,7 @@ def _wait_settled(port: int, job: str, inputs: dict[str, list[str]], changes: in
 
 def _wait_checkpoint(port: int, job: str, after_ms: int, deadline: float) -> dict:
     while time.time() < deadline:
-        latest = (_get(port, f"/jobs/{job}/checkpoints").get("latest") or {}).get("completed")
+        latest = (get_json(port, f"/jobs/{job}/checkpoints").get("latest") or {}).get("completed")
         if latest and latest["trigger_timestamp"] > after_ms:
             return latest
         time.sleep(POLL_SECONDS / 4)
@@ -104,14 +88,14 @@ def _wait_checkpoint(port: int, job: str, after_ms: int, deadline: float) -> dic
 
 def _read_state(port: int, job: str, changes: int, rocksdb_dir: Path) -> dict:
     deadline = time.time() + TIMEOUT_SECONDS
-    nodes = _get(port, f"/jobs/{job}/plan")["plan"]["nodes"]
+    nodes = get_json(port, f"/jobs/{job}/plan")["plan"]["nodes"]
     inputs = {node["id"]: [up["id"] for up in node.get("inputs", [])] for node in nodes}
     names = {node["id"]: node["description"][:160] for node in nodes}
     counts = _wait_settled(port, job, inputs, changes, deadline)
     through_ms = int(time.time() * 1000)
     rocksdb_bytes = _folder_bytes(rocksdb_dir) if rocksdb_dir.exists() else None
     latest = _wait_checkpoint(port, job, through_ms, deadline)
-    tasks = _get(port, f"/jobs/{job}/checkpoints/details/{latest['id']}").get("tasks", {})
+    tasks = get_json(port, f"/jobs/{job}/checkpoints/details/{latest['id']}").get("tasks", {})
     by_operator = operator_bytes(inputs, names, tasks)
     return {"state_bytes": sum(by_operator.values()), "by_operator": by_operator,
             "checkpoint_bytes": int(latest["state_size"]), "checkpoint_id": latest["id"],
@@ -119,14 +103,19 @@ def _read_state(port: int, job: str, changes: int, rocksdb_dir: Path) -> dict:
             "source_records": sum(counts[v][1] for v, up in inputs.items() if not up)}
 
 
-def measure(mode: str, parallelism: int, ddl: list[str], insert: str, changes: int) -> dict:
-    """`insert` (over sources that never end) run in `mode` until every one of the `changes`
-    has gone through and a checkpoint after that has completed; that checkpoint's bytes."""
+def measure(mode: str, parallelism: int, ddl: list[str], insert: str, changes: int,
+            tuning: Tuning | None = None) -> dict:
+    """`insert` (over sources that never end) run in `mode`, with `tuning`'s settings but full
+    checkpoints every second, until every one of the `changes` has gone through and a
+    checkpoint after that has completed; that checkpoint's bytes."""
     with tempfile.TemporaryDirectory() as scratch:
-        port, rocksdb_dir = _free_port(), Path(scratch) / "rocksdb"
+        port, rocksdb_dir = free_port(), Path(scratch) / "rocksdb"
+        checkpoints = Path(scratch) / "checkpoints"
         config = {**job_config(mode, parallelism, str(rocksdb_dir)),
-                  **checkpoint_config(Path(scratch) / "checkpoints")}
-        env = environment(True, config, cluster_config(port))
+                  **(tuning.job_config(mode, checkpoints) if tuning else {}),
+                  **checkpoint_config(checkpoints)}
+        cluster = {**cluster_config(port), **(tuning.cluster_config() if tuning else {})}
+        env = environment(True, config, cluster)
         for statement in ddl:
             env.execute_sql(statement)
         client = env.execute_sql(insert).get_job_client()

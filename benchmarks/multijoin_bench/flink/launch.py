@@ -22,6 +22,7 @@ from pathlib import Path
 
 from multijoin_bench.core.runs import ratio
 from multijoin_bench.core.workload import Workload
+from multijoin_bench.flink.tuning import Tuning
 
 # The folder the package is in: a peer's process started there imports the package whether or
 # not the benchmark is installed.
@@ -74,21 +75,26 @@ def run_peer(workload: Workload, folder: Path, times: int, modes: list[str] | No
         return json.loads(out_path.read_text())
 
 
-def cdc_peer_command(spec: Path, out: Path, runs: int = 2, modes: list[str] | None = None,
-                     check: bool = False) -> list[str]:
-    """The command that runs Flink on a CDC workload's spec (cdc_peer.py)."""
-    command = [sys.executable, "-m", CDC_PEER_MODULE, str(spec), str(out), "--runs", str(runs)]
+def cdc_peer_command(spec: Path, out: Path, tuning: Tuning, runs: int = 2,
+                     modes: list[str] | None = None, check: bool = False) -> list[str]:
+    """The command that runs Flink on a CDC workload's spec (cdc_peer.py) with `tuning`."""
+    command = [sys.executable, "-m", CDC_PEER_MODULE, str(spec), str(out), "--runs", str(runs),
+               "--managed-memory-mb", str(tuning.managed_memory_mb), "--heap", tuning.heap,
+               "--checkpoint-interval-ms", str(tuning.checkpoint_interval_ms),
+               "--latency-bound-ms", str(tuning.latency_bound_ms)]
     return command + (["--modes", ",".join(modes)] if modes else []) + (["--check"] if check
                                                                          else [])
 
 
-def run_cdc_peer(spec: Path, runs: int = 2, modes: list[str] | None = None, check: bool = False,
-                 cap_seconds: float | None = None) -> dict:
-    """Flink's modes on the CDC workload of `spec`, in a subprocess of its own; its OUT.json."""
+def run_cdc_peer(spec: Path, tuning: Tuning, runs: int = 2, modes: list[str] | None = None,
+                 check: bool = False, cap_seconds: float | None = None) -> dict:
+    """Flink's modes on the CDC workload of `spec` with `tuning`, in a subprocess of its own
+    whose JVM gets the tuning's heap; its OUT.json."""
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "out.json"
-        subprocess.run(cdc_peer_command(spec.resolve(), out, runs, modes, check), check=True,
-                       stdin=subprocess.DEVNULL, cwd=PACKAGE_PARENT, timeout=cap_seconds)
+        subprocess.run(cdc_peer_command(spec.resolve(), out, tuning, runs, modes, check),
+                       check=True, stdin=subprocess.DEVNULL, cwd=PACKAGE_PARENT,
+                       timeout=cap_seconds, env={**os.environ, "JVM_ARGS": tuning.jvm_args()})
         return json.loads(out.read_text())
 
 

@@ -41,6 +41,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from multijoin_bench.flink.tuning import Tuning
 
 MULTI_JOIN_KEY = "table.optimizer.multi-join.enabled"
 STATE_BACKEND_KEY = "state.backend.type"
@@ -168,22 +172,31 @@ def environment(streaming: bool, config: dict[str, str], cluster: dict[str, str]
 
 
 def timed_run(mode: str, parallelism: int, ddl: list[str], insert: str,
-              explain: tuple = ()) -> dict:
+              explain: tuple = (), tuning: Tuning | None = None) -> dict:
     """`insert` as one streaming job of `mode` after `ddl`, timed from submission to its end;
-    its plan (with the ExplainDetails `explain`), and whether RocksDB ran."""
+    its plan (with the ExplainDetails `explain`), and whether RocksDB ran. With `tuning`, the
+    job runs with those settings (tuning.py), and the memory its task manager got is read."""
+    from multijoin_bench.flink import rest
+
     with tempfile.TemporaryDirectory() as scratch:
         rocksdb_dir = Path(scratch) / "rocksdb"
-        env = environment(True, job_config(mode, parallelism, str(rocksdb_dir)))
+        config, cluster, port = job_config(mode, parallelism, str(rocksdb_dir)), None, 0
+        if tuning:
+            port = rest.free_port()
+            config.update(tuning.job_config(mode, Path(scratch) / "checkpoints"))
+            cluster = {**rest.cluster_config(port), **tuning.cluster_config()}
+        env = environment(True, config, cluster)
         for statement in ddl:
             env.execute_sql(statement)
         plan = env.explain_sql(insert, *explain)
         started = time.perf_counter()
         result = env.execute_sql(insert)
+        got = rest.taskmanager_memory(port) if tuning else None
         result.wait()
         wall = time.perf_counter() - started
         net = result.get_job_client().get_job_execution_result().result().get_net_runtime()
         return {"seconds": round(wall, 2), "net_runtime_seconds": round(net / 1000, 2),
-                "plan": plan, "rocksdb_used": rocksdb_dir.exists()}
+                "plan": plan, "rocksdb_used": rocksdb_dir.exists(), "taskmanager": got}
 
 
 def _run(spec: dict, sql: dict, mode: str) -> dict:
