@@ -24,7 +24,7 @@ def replay(name: str, count: int) -> tuple[list[tuple[int, dict]], dict]:
     return list(changes(cdc_workload(name, count, 1_000), counts)), counts
 
 
-@pytest.mark.parametrize("name", ["cdc_left10", "cdc_star"])
+@pytest.mark.parametrize("name", ["cdc_left10", "cdc_star", "cdc_skew"])
 def test_changes_after_the_first_load_keep_the_pinned_fractions(name):
     events, counts = replay(name, 40_000)
     later = Counter(event["op"] for _, event in events[counts["first_load"]:])
@@ -36,7 +36,7 @@ def test_changes_after_the_first_load_keep_the_pinned_fractions(name):
     assert all(event["op"] == "c" for _, event in events[:counts["first_load"]])
 
 
-@pytest.mark.parametrize("name", ["cdc_left10", "cdc_star"])
+@pytest.mark.parametrize("name", ["cdc_left10", "cdc_star", "cdc_skew"])
 def test_each_change_applies_to_the_row_as_the_changes_before_left_it(name):
     """An insert of an absent row id, an update or delete of a live one whose `before` is its
     last image; LSNs increase; in cdc_left10 the join key is the row id (one row per key per
@@ -151,3 +151,28 @@ def test_flinks_modes_run_again_replace_only_themselves():
                                             "multi_join_rocksdb_dedup": {"seconds": 12}}
     assert merged_peer(recorded, {"not_available": "not finished in 2 caps"}) == recorded
     assert merged_peer({"not_available": "not finished in 2 caps"}, again) == again
+
+
+def test_skew_customers_follow_the_pinned_zipf_and_changes_keep_the_table_shares():
+    """At the pinned sizes the hottest customer holds 10,000 or more of the first load's orders,
+    as the distribution says; an order keeps its customer; later changes pick tables by the
+    pinned shares."""
+    from multijoin_bench.cdc.skew import TABLE_SHARES, customer_of, zipf_cumulative
+
+    full = cdc_workload("cdc_skew", 1_000_000, 10_000).parameters
+    assert (full["orders"], full["customers"]) == (50_000, 10_000)
+    assert full["hottest_customer_first_load_orders"] >= 10_000
+    cumulative = zipf_cumulative(10_000)
+    assert abs(full["hottest_customer_first_load_orders"] / 50_000 - cumulative[0]) < 0.01
+    drawn = Counter(customer_of(order, cumulative) for order in range(50_000))
+    assert drawn[0] > drawn[1] > drawn[9] > 0
+    events, counts = replay("cdc_skew", 40_000)
+    later = Counter(table for table, _ in events[counts["first_load"]:])
+    total = sum(later.values())
+    assert all(abs(later[i] / total - share) < 0.02 for i, share in enumerate(TABLE_SHARES))
+    customers = {}
+    for table, event in events:
+        if table == 0:
+            image = event["after"] or event["before"]
+            assert customers.setdefault(image["order_id"], image["customer_id"]) == \
+                image["customer_id"]

@@ -65,10 +65,10 @@ def targets(result: dict, size: str) -> dict:
     and its state bytes (the compacted state run's) over Flink's, and over Flink's with the same
     guard against duplicates. None where a side did not run or finish."""
     runs = result["batch_sizes"][size]
-    multi, delta, recipe = runs["multi_join"], runs["multi_join_delta"], runs["recipe"]
+    multi, delta, recipe = runs["multi_join"], runs["multi_join_delta"], runs.get("recipe")
     return {
         "over_recipe": ratio(delta["changes_per_second"], recipe["changes_per_second"])
-        if delta["finished"] else None,
+        if delta["finished"] and recipe else None,
         "over_flink": ratio(multi["changes_per_second"],
                             flink_throughput(result, "multi_join_rocksdb") or 0)
         if multi["finished"] and flink_throughput(result, "multi_join_rocksdb") else None,
@@ -110,8 +110,9 @@ def targets_markdown(results: list[dict]) -> list[str]:
                 "same" if tuple(checks[f"{run}_vs_batch"]) == (0, 0) else
                 "differs ({:,} missing, {:,} extra)".format(*checks[f"{run}_vs_batch"][::-1])
                 for run in ("multi_join", "recipe"))
-            capped = "no" if runs["recipe"]["finished"] else \
-                f"yes, at {r['cap_seconds'] / 60:.0f} min"
+            capped = ("not run: not every table joins on one key" if "recipe" not in runs
+                      else "no" if runs["recipe"]["finished"]
+                      else f"yes, at {r['cap_seconds'] / 60:.0f} min")
             lines.append(f"| {r['workload']} | {int(size):,} | {cell(t['over_recipe'])} | "
                          f"{capped} | {same} | {cell(t['over_flink'])} | "
                          f"{state_cell(r, 'multi_join_rocksdb', t['state_over_flink'])} | "
@@ -128,7 +129,8 @@ def runs_markdown(results: list[dict]) -> list[str]:
              "---: | ---: | ---: |"]
     for r in results:
         for size, runs in r["batch_sizes"].items():
-            for run, title in RUN_TITLES.items():
+            for run, title in ((run, title) for run, title in RUN_TITLES.items()
+                               if run in runs):
                 x = runs[run]
                 finished = "yes" if x["finished"] else "no, capped"
                 rows = "" if x["output_rows"] is None else f"{x['output_rows']:,}"
@@ -208,7 +210,7 @@ def parameters_markdown(results: list[dict]) -> list[str]:
     lines = ["| workload | parameters | query |", "| --- | --- | --- |"]
     for r in results:
         shown = {k: v for k, v in r["parameters"].items()
-                 if k not in ("join_keys", "identity", "output_key")}
+                 if k not in ("join_keys", "identity", "output_key", "one_join_key")}
         lines.append(f"| {r['workload']} | {json.dumps(shown)} | `{r['select']}` |")
     return lines + ["", f"Each run is capped at {results[0]['cap_seconds'] / 60:.0f} minutes."
                     if results else ""]
@@ -226,7 +228,8 @@ def cost_chart(results: list[dict], path: Path) -> None:
                              squeeze=False)
     for axis, r in zip(axes[0], results):
         for size, runs in r["batch_sizes"].items():
-            for run, title in RUN_TITLES.items():
+            for run, title in ((run, title) for run, title in RUN_TITLES.items()
+                               if run in runs):
                 changes, seconds = [0], [0.0]
                 for b in runs[run]["per_batch"]:
                     changes.append(changes[-1] + b["changes"])

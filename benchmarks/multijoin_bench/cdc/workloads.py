@@ -5,6 +5,8 @@ and the spec that Spark's runs (run.py) and Flink's peer read them by.
   t1..t9 on the key.
 - cdc_star: orders LEFT JOIN their items, payments and shipments on the order id: a fan-out on the
   order key, the children's join key not their row id.
+- cdc_skew (skew.py): orders LEFT JOIN items on the order id, LEFT JOIN customers on the
+  order's customer id, customers drawn from a Zipf distribution.
 
 Every table is loaded first (an insert per row, the tables' inserts shuffled together), then each
 later change picks a table, then an update, a delete or an insert by the pinned fractions: an update
@@ -24,84 +26,19 @@ from __future__ import annotations
 import json
 import os
 import random
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
-NAMES = ("cdc_left10", "cdc_star")
+from multijoin_bench.cdc.model import MAX_KEYS, SEED, CdcWorkload, Live, Row, Table, keys_for
+from multijoin_bench.cdc.skew import skew
+
+NAMES = ("cdc_left10", "cdc_star", "cdc_skew")
 UPDATES, DELETES = 0.80, 0.05  # of the changes after the first load; the rest are inserts
-SEED = 17
 ROW_WIDTH = 32  # characters of each cdc_left10 row's string column
-MAX_KEYS = 100_000
 BASE_MS = 1_767_225_600_000  # 2026-01-01, the clock of the first change
 # Spark's file source reads files in the order of their modification times, whose ties it breaks
 # in no set order: file n of every table is stamped this many seconds after it.
 MTIME_BASE = 1_767_225_600
-
-Row = dict
-
-
-@dataclass(frozen=True)
-class Table:
-    """A table: its columns (name, type as Flink and Spark both spell it), its row id, the column
-    it joins on, and its row as a function of (id, join key, version)."""
-
-    name: str
-    columns: list[tuple[str, str]]
-    row_id: str
-    key: str
-    row: Callable[[int, int, int], Row]
-
-
-@dataclass
-class CdcWorkload:
-    name: str
-    tables: list[Table]
-    select: str
-    changes: int
-    file_changes: int
-    # The first load: per table, its rows as (id, join key).
-    first_load: Callable[[random.Random], list[list[tuple[int, int]]]]
-    # For a new row of table i (not its first load), its join key.
-    new_key: Callable[[int, random.Random, list["Live"]], int]
-    parameters: dict = field(default_factory=dict)
-    # The output's identity, as the recipe merges on it, and the output column of the join key.
-    identity: list[str] = field(default_factory=list)
-    output_key: str = ""
-
-
-@dataclass
-class Live:
-    """One table's rows as the changes leave them: each live id's join key and version, and the
-    ids deleted (an insert takes one of them back before it makes a new one)."""
-
-    ids: list[int] = field(default_factory=list)
-    place: dict[int, int] = field(default_factory=dict)
-    key: dict[int, int] = field(default_factory=dict)
-    version: dict[int, int] = field(default_factory=dict)
-    deleted: list[int] = field(default_factory=list)
-    next_id: int = 0
-
-    def add(self, row_id: int, key: int) -> None:
-        self.place[row_id] = len(self.ids)
-        self.ids.append(row_id)
-        self.key[row_id] = key
-        self.version[row_id] = self.version.get(row_id, -1) + 1
-        self.next_id = max(self.next_id, row_id + 1)
-
-    def remove(self, row_id: int) -> None:
-        # Swap with the last, so that a random live id stays a list index away.
-        place, last = self.place.pop(row_id), self.ids.pop()
-        if last != row_id:
-            self.ids[place], self.place[last] = last, place
-        self.deleted.append(row_id)
-
-
-def keys_for(changes: int) -> int:
-    """Keys (cdc_left10) or orders (cdc_star): the first load is about half of cdc_left10's changes,
-    and the keys stay at MAX_KEYS from 2M changes on."""
-    return max(1, min(MAX_KEYS, changes // 20))
-
 
 def payload(width: int, *parts: int) -> str:
     text = "-".join(map(str, parts)) + ":"
@@ -200,6 +137,8 @@ def cdc_workload(name: str, changes: int, file_changes: int) -> CdcWorkload:
         workload = left10(changes, file_changes)
     elif name == "cdc_star":
         workload = star(changes, file_changes)
+    elif name == "cdc_skew":
+        workload = skew(changes, file_changes)
     else:
         raise SystemExit(f"unknown CDC workload {name!r}: choose from {', '.join(NAMES)}")
     workload.parameters.update(
@@ -223,8 +162,10 @@ def changes(workload: CdcWorkload, counts: dict | None = None) -> Iterator[tuple
     for lsn, (i, row_id, key) in enumerate(first):
         live[i].add(row_id, key)
         yield i, envelope(workload.tables[i], None, (row_id, key, live[i].version[row_id]), lsn)
+    tables = range(len(workload.tables))
     for lsn in range(len(first), workload.changes):
-        i = rng.randrange(len(workload.tables))
+        i = (rng.randrange(len(tables)) if workload.table_shares is None
+             else rng.choices(tables, workload.table_shares)[0])
         op = pick_op(rng.random(), bool(live[i].ids))
         tally[op] += 1
         yield i, change(workload, live, i, op, rng, lsn)
@@ -306,4 +247,5 @@ def spec_parameters(workload: CdcWorkload) -> dict:
     """The parameters spec.json records (and the run prints), the join keys and identity with
     them."""
     return {**workload.parameters, "join_keys": {t.name: t.key for t in workload.tables},
-            "identity": workload.identity, "output_key": workload.output_key}
+            "identity": workload.identity, "output_key": workload.output_key,
+            "one_join_key": workload.one_join_key}
