@@ -14,7 +14,8 @@ import pytest
 
 from multijoin_bench.cdc.report import cdc_markdown
 from multijoin_bench.cdc.run import merged_peer, percentile, record
-from multijoin_bench.cdc.workloads import DELETES, UPDATES, cdc_workload, changes, write
+from multijoin_bench.cdc.workloads import (DELETES, UPDATES, cdc_workload, changes,
+                                          spec_parameters, write)
 
 pytestmark = pytest.mark.one_line
 
@@ -138,9 +139,11 @@ def test_the_report_lists_both_engines_settings_and_what_flink_got(monkeypatch):
     assert "| cdc_star | not recorded | not recorded | not recorded |" in cdc_markdown([result])
     result["spark_settings"] = {"spark.driver.memory": "6g"}
     result["flink"] = {"settings": {"managed_memory_mb": 256, "cluster": {"a": "b"}},
-                       "multi_join_rocksdb": {"taskmanager_got": {"managed": 268435456}}}
+                       "multi_join_rocksdb": {"taskmanager_got": {"managed": 268435456}},
+                       "jvm_max_heap_bytes": 1073741824}
     assert ('| cdc_star | `{"spark.driver.memory": "6g"}` | `{"managed_memory_mb": 256}` | '
-            '`{"managed": 268435456}` |') in cdc_markdown([result])
+            '`{"managed": 268435456, "jvm_max_heap_bytes": 1073741824}` |') in \
+        cdc_markdown([result])
 
 
 def test_flinks_modes_run_again_replace_only_themselves():
@@ -159,6 +162,9 @@ def test_skew_customers_follow_the_pinned_zipf_and_changes_keep_the_table_shares
     pinned shares."""
     from multijoin_bench.cdc.skew import TABLE_SHARES, customer_of, zipf_cumulative
 
+    # The recipe runs where every table joins on one key, not on cdc_skew.
+    assert [spec_parameters(cdc_workload(name, 1_000, 100))["one_join_key"]
+            for name in ("cdc_left10", "cdc_star", "cdc_skew")] == [True, True, False]
     full = cdc_workload("cdc_skew", 1_000_000, 10_000).parameters
     assert (full["orders"], full["customers"]) == (50_000, 10_000)
     assert full["hottest_customer_first_load_orders"] >= 10_000

@@ -9,6 +9,7 @@ from typing import Callable
 
 SEED = 17
 MAX_KEYS = 100_000
+STATUSES = ("new", "paid", "packed", "shipped", "delivered", "returned")
 
 Row = dict
 
@@ -42,9 +43,6 @@ class CdcWorkload:
     output_key: str = ""
     # Each table's share of the changes after the first load; None: the same for every table.
     table_shares: tuple[float, ...] | None = None
-    # Whether every table joins on the one key: the recipe (recipe.py) cuts each batch to the
-    # join keys it touched, which takes that.
-    one_join_key: bool = True
 
 
 @dataclass

@@ -129,8 +129,7 @@ def runs_markdown(results: list[dict]) -> list[str]:
              "---: | ---: | ---: |"]
     for r in results:
         for size, runs in r["batch_sizes"].items():
-            for run, title in ((run, title) for run, title in RUN_TITLES.items()
-                               if run in runs):
+            for run, title in ran(runs):
                 x = runs[run]
                 finished = "yes" if x["finished"] else "no, capped"
                 rows = "" if x["output_rows"] is None else f"{x['output_rows']:,}"
@@ -170,16 +169,22 @@ def flink_markdown(results: list[dict]) -> list[str]:
     return lines + [""]
 
 
+def ran(runs: dict) -> list[tuple[str, str]]:
+    """The runs a batch size ran (the recipe not everywhere: run.runs_of), with their titles."""
+    return [(run, title) for run, title in RUN_TITLES.items() if run in runs]
+
+
 def settings_markdown(results: list[dict]) -> list[str]:
     """Both engines' settings per workload, Flink's with what its task manager reported."""
     lines = ["| workload | Spark's settings | Flink's settings | Flink's task manager got |",
              "| --- | --- | --- | --- |"]
     for r in results:
-        spark = r.get("spark_settings")
-        flink = {k: v for k, v in (r.get("flink") or {}).get("settings", {}).items()
-                 if k != "cluster"}
-        got = next((run.get("taskmanager_got") for run in (r.get("flink") or {}).values()
-                    if isinstance(run, dict) and run.get("taskmanager_got")), None)
+        spark, peer = r.get("spark_settings"), r.get("flink") or {}
+        flink = {k: v for k, v in peer.get("settings", {}).items() if k != "cluster"}
+        got = next((peer[mode]["taskmanager_got"] for mode in FLINK_TITLES
+                    if (peer.get(mode) or {}).get("taskmanager_got")), None)
+        if got and peer.get("jvm_max_heap_bytes"):
+            got = {**got, "jvm_max_heap_bytes": peer["jvm_max_heap_bytes"]}
         lines.append(f"| {r['workload']} | {settings_cell(spark)} | {settings_cell(flink)} | "
                      f"{settings_cell(got)} |")
     return lines + [""]
@@ -228,8 +233,7 @@ def cost_chart(results: list[dict], path: Path) -> None:
                              squeeze=False)
     for axis, r in zip(axes[0], results):
         for size, runs in r["batch_sizes"].items():
-            for run, title in ((run, title) for run, title in RUN_TITLES.items()
-                               if run in runs):
+            for run, title in ran(runs):
                 changes, seconds = [0], [0.0]
                 for b in runs[run]["per_batch"]:
                     changes.append(changes[-1] + b["changes"])

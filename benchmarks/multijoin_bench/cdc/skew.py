@@ -15,14 +15,14 @@ import bisect
 import itertools
 import random
 
-from multijoin_bench.cdc.model import SEED, CdcWorkload, Live, Row, Table, keys_for
+from multijoin_bench.cdc.model import (SEED, STATUSES, CdcWorkload, Live, Row, Table,
+                                       keys_for)
 
 ZIPF_EXPONENT = 1.2
 ORDERS_PER_CUSTOMER = 5  # customers are a fifth of the first load's orders
 # Of the changes after the first load: orders, items, customers.
 TABLE_SHARES = (0.30, 0.65, 0.05)
 TIERS = ("bronze", "silver", "gold")
-STATUSES = ("new", "paid", "packed", "shipped", "delivered", "returned")
 _MASK = (1 << 64) - 1
 
 
@@ -95,5 +95,5 @@ def skew(changes: int, file_changes: int) -> CdcWorkload:
                     "items": "1 to 5 per order",
                     "table_shares": dict(zip((t.name for t in chosen), TABLE_SHARES)),
                     "hottest_customer_first_load_orders": hottest},
-        identity=["order_id", "item_id", "c_customer_id"], output_key="order_id", table_shares=TABLE_SHARES,
-        one_join_key=False)
+        identity=["order_id", "item_id", "c_customer_id"], output_key="order_id",
+        table_shares=TABLE_SHARES)

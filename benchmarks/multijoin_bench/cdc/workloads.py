@@ -29,7 +29,8 @@ import random
 from pathlib import Path
 from typing import Iterator
 
-from multijoin_bench.cdc.model import MAX_KEYS, SEED, CdcWorkload, Live, Row, Table, keys_for
+from multijoin_bench.cdc.model import (MAX_KEYS, SEED, STATUSES, CdcWorkload, Live, Row, Table,
+                                       keys_for)
 from multijoin_bench.cdc.skew import skew
 
 NAMES = ("cdc_left10", "cdc_star", "cdc_skew")
@@ -79,7 +80,6 @@ CHILD_COLUMNS = {
 }
 # Rows per order in the first load: items 1 to 5, payments 1 or 2, shipments 0 to 2.
 FAN_OUT = {"items": (1, 5), "payments": (1, 2), "shipments": (0, 2)}
-STATUSES = ("new", "paid", "packed", "shipped", "delivered", "returned")
 
 
 def star_row(name: str) -> Callable[[int, int, int], Row]:
@@ -248,4 +248,5 @@ def spec_parameters(workload: CdcWorkload) -> dict:
     them."""
     return {**workload.parameters, "join_keys": {t.name: t.key for t in workload.tables},
             "identity": workload.identity, "output_key": workload.output_key,
-            "one_join_key": workload.one_join_key}
+            # The recipe (recipe.py) cuts each batch to the one join key it touched.
+            "one_join_key": len({t.key for t in workload.tables}) == 1}
