@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from scripts.spark_jars import spark_lines
+from support.class_archive import SUBMIT_OPTS_KEY, submit_options
 from spark_multijoin.testing import timestamp
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,7 +33,8 @@ def run_step(folder: Path, line: str, number: int, runs: dict[str, dict]) -> dic
                      "output": str(folder / name / "output")})
     step = {"runs": runs, "result": str(folder / f"result{number}")}
     (folder / f"step{number}.json").write_text(json.dumps(step))
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests")}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "tests"),
+           SUBMIT_OPTS_KEY: submit_options(ROOT / f".venv-{line}")}
     finished = subprocess.run(
         [str(ROOT / f".venv-{line}" / "bin" / "python"), "-m", "support.cross_line_run",
          str(folder / f"step{number}.json")], env=env, capture_output=True, text=True,

@@ -11,6 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from spark_multijoin import configure_spark_with_multijoin
+from support import class_archive
 from support.line_share import runs_one_line_tests, runs_shared_test
 
 
@@ -19,6 +20,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--runs-spark", choices=("yes", "no"),
         help="only the tests that run Spark (those using the spark fixture), or only the others: "
              "scripts/test runs the first on every Spark line and the second once")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    class_archive.use_for_this_venv()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -49,3 +54,4 @@ def spark() -> SparkSession:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+    class_archive.finish_writing()
