@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from scripts.spark_jars import spark_lines
-from support.class_archive import SUBMIT_OPTS_KEY, submit_options
+from support.driver_jvm import SUBMIT_OPTS_KEY, submit_options
 from spark_multijoin.testing import timestamp
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from spark_multijoin import configure_spark_with_multijoin
-from support import class_archive
+from support import driver_jvm
 from support.line_share import runs_one_line_tests, runs_shared_test
 
 
@@ -23,7 +23,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    class_archive.use_for_this_venv()
+    driver_jvm.use_for_this_venv()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -54,4 +54,4 @@ def spark() -> SparkSession:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
-    class_archive.finish_writing()
+    driver_jvm.finish_writing()

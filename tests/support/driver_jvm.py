@@ -8,9 +8,13 @@ examples, the cross-line steps) get them too:
   maps the classes it needs from one file instead of finding, reading and verifying each in
   pyspark's jars, which is a good part of a short Spark run, and the tests start many drivers;
 - the serial collector: a test's driver holds a small heap, and on two cores a concurrent
-  collector's threads compete with the tests for the CPU.
+  collector's threads compete with the tests for the CPU;
+- the code cache tiered compilation gets by default: with the quick compiler alone (the tests'
+  `-XX:TieredStopAtLevel=1`) the JVM reserves a fifth of it, which the classes Spark generates
+  for many short queries fill, and the JVM then keeps flushing compiled code and compiling it
+  again.
 
-scripts/test writes each venv's archive (`python -m support.class_archive`, in that venv): a few
+scripts/test writes each venv's archive (`python -m support.driver_jvm`, in that venv): a few
 tests run with their driver dumping the classes it loaded when its JVM exits. A driver whose
 archive is missing runs without one; one written for other jars is refused with a warning and the
 driver runs without it.
@@ -27,7 +31,7 @@ from pyspark import SparkContext
 
 WRITE_KEY = "SPARK_MULTIJOIN_CLASS_ARCHIVE"
 SUBMIT_OPTS_KEY = "SPARK_SUBMIT_OPTS"
-COLLECTOR = "-XX:+UseSerialGC"
+JVM_OPTIONS = "-XX:+UseSerialGC -XX:ReservedCodeCacheSize=240m"
 # Tests that together load most of what the suite's drivers load: a multi-join with Spark's chain
 # and the batch query, an outer join, a changelog join. They run on every line in a full run.
 TRAINING_TESTS = [
@@ -47,10 +51,10 @@ def submit_options(venv: Path) -> str:
     the archive is being written, the option that writes it."""
     archive = archive_of(venv)
     if os.environ.get(WRITE_KEY) == "write":
-        return f"{COLLECTOR} -XX:ArchiveClassesAtExit={archive}.part"
+        return f"{JVM_OPTIONS} -XX:ArchiveClassesAtExit={archive}.part"
     if archive.exists():
-        return f"{COLLECTOR} -XX:SharedArchiveFile={archive}"
-    return COLLECTOR
+        return f"{JVM_OPTIONS} -XX:SharedArchiveFile={archive}"
+    return JVM_OPTIONS
 
 
 def use_for_this_venv() -> None:
