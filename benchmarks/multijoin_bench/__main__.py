@@ -51,6 +51,13 @@ each, capped at --cap-minutes a run); it writes `cdc_results.json`,
 `cdc_results.md` and `cdc_cost.png`. It needs Delta's jars: scripts/benchmark runs it in the
 venv scripts/setup-kafka makes.
 
+`--cdc-sweep cdc_left10,cdc_star,cdc_skew` runs, instead, the CDC sweep (cdc/sweep.py): each
+peer at stages of offered load through a Kafka broker of its own, each stage --sweep-seconds
+long, with the p99 latency of markers among the changes; with `--flink`, Flink's modes too
+(`--sweep-peers` picks peers by name). Each peer's sweep is kept as it ends, so a run that is cut
+off goes on where it stopped (`--again` runs them anew); it writes `cdc_sweep.json`,
+`cdc_sweep.md` and `cdc_sweep.png`.
+
 `--soak N` runs, instead, a time-bounded multi-join (and Spark's chain) over N small
 micro-batches (soak/run.py), and writes `soak.json`, `soak.md` and `soak.png`.
 """
@@ -107,6 +114,7 @@ def arguments() -> argparse.Namespace:
                         "real_time_source_only,real_time_shuffle_only",
                         help="the latency runs to make, in this order")
     add_cdc_arguments(parser)
+    add_sweep_arguments(parser)
     return parser.parse_args()
 
 
@@ -132,6 +140,30 @@ def add_cdc_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--flink-runs", type=int, default=NOOP_RUNS, metavar="N",
                         help="--cdc: timed runs of each of Flink's modes, the best reported "
                         f"(default {NOOP_RUNS}; 1 for a long run)")
+
+
+def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--cdc-sweep", default="", metavar="WORKLOADS",
+                        help="instead, the CDC sweep on these workloads (cdc_left10, cdc_star, "
+                        "cdc_skew), in Spark 4.1's venv")
+    parser.add_argument("--sweep-peers", default="", metavar="PEERS",
+                        help="--cdc-sweep: only these peers, comma-separated (default: ours, and "
+                        "with --flink every Flink mode)")
+    parser.add_argument("--sweep-seconds", type=float, default=None, metavar="S",
+                        help="--cdc-sweep: seconds a stage of offered load (60; --tiny 6)")
+
+
+def main_sweep(args: argparse.Namespace) -> None:
+    from multijoin_bench.cdc.sweep import peer_names, run_sweep
+    from multijoin_bench.latency.run import compiled_writer
+
+    spark = cdc_session(args.driver_memory, 2 if args.tiny else 4,
+                        compiled_writer(args.work / "classes"))
+    peers = args.sweep_peers.split(",") if args.sweep_peers else peer_names(args.flink)
+    run_sweep(spark, args.cdc_sweep.split(","), peers,
+              args.sweep_seconds or (6 if args.tiny else 60), args.out, args.work / "cdc_sweep",
+              args.driver_memory, again=bool(args.again), tiny=args.tiny)
+    spark.stop()
 
 
 def scale_peers(names: str) -> set[str]:
@@ -167,6 +199,8 @@ def main() -> None:
     args = arguments()
     if args.cdc:
         return main_cdc(args)
+    if args.cdc_sweep:
+        return main_sweep(args)
     chosen = workloads(args.workloads.split(","), shrink=50 if args.tiny else 1)
     builder = (SparkSession.builder.master("local[2]").appName("multijoin-benchmark")
                .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")

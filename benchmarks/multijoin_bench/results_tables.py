@@ -1,5 +1,5 @@
-"""The tables docs/benchmarks.md takes from the benchmark's result files under benchmarks/results/:
-the docs type no figure of their own.
+"""The tables docs/benchmarks.md and docs/cdc-benchmark.md take from the benchmark's result files
+under benchmarks/results/: the docs type no figure of their own.
 
     python -m multijoin_bench.results_tables     (after a run is copied there)
 
@@ -13,17 +13,20 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "benchmarks.md"
+CDC_DOC = ROOT / "docs" / "cdc-benchmark.md"
+DOCS = (DOC, CDC_DOC)
 RESULTS = ROOT / "benchmarks" / "results"
 
 
 @dataclass(frozen=True)
 class ResultTable:
     """The `index`-th markdown table of `source` (under benchmarks/results/), between the
-    `<!-- name: generated ... -->` and `<!-- end of name -->` markers in docs/benchmarks.md."""
+    `<!-- name: generated ... -->` and `<!-- end of name -->` markers in `doc`."""
 
     name: str
     source: str
     index: int
+    doc: Path = DOC
 
     @property
     def begin(self) -> str:
@@ -51,15 +54,17 @@ TABLES = (
     ResultTable("headline table", "results.md", 0),
     ResultTable("latency table", "latency/latency.md", 0),
     ResultTable("latency 10000 table", "latency/10000/latency.md", 0),
-    ResultTable("cdc table", "cdc/cdc_results.md", 0),
+    ResultTable("cdc table", "cdc/cdc_results.md", 0, CDC_DOC),
+    ResultTable("cdc sweep table", "cdc_sweep/cdc_sweep.md", 0, CDC_DOC),
 )
 
 
 def main() -> None:
-    doc = DOC.read_text()
-    for table in TABLES:
-        doc = table.rewrite(doc)
-    DOC.write_text(doc)
+    for path in DOCS:
+        doc = path.read_text()
+        for table in (table for table in TABLES if table.doc == path):
+            doc = table.rewrite(doc)
+        path.write_text(doc)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,14 @@ class CdcWorkload:
     output_key: str = ""
     # Each table's share of the changes after the first load; None: the same for every table.
     table_shares: tuple[float, ...] | None = None
+    # A latency marker's columns other than the first table's row (sweep.py): whatever makes
+    # the marker join nothing, so that it makes exactly one output row.
+    marker_columns: dict = field(default_factory=dict)
+
+    def marker(self, row_id: int) -> Row:
+        """A marker: a new row of the first table, the join's preserved side, with `row_id`
+        as its id and join key."""
+        return {**self.tables[0].row(row_id, row_id, 0), **self.marker_columns}
 
 
 @dataclass

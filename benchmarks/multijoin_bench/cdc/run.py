@@ -57,11 +57,12 @@ COMPACT_ON_COMMIT = {"spark.sql.streaming.stateStore.rocksdb.compactOnCommit": "
                      "spark.sql.streaming.stateStore.minDeltasForSnapshot": "1"}
 
 
-def cdc_session(driver_memory: str, shuffle_partitions: int) -> SparkSession:
+def cdc_session(driver_memory: str, shuffle_partitions: int,
+                classes: Path | None = None) -> SparkSession:
     """Local Spark with Delta's jars (scripts/setup-kafka fetches them) and the extension, RocksDB
     on bounded memory as in the scale runs, and Delta's deletion vectors on for every table, so
     that a MERGE marks the rows it replaces instead of rewriting their files (both Delta sinks
-    get them)."""
+    get them); `classes` on the driver's class path (the sweep's JVM sink)."""
     from examples.kafka_delta.pipeline import DELTA_CATALOG, DELTA_EXTENSION, connector_jars
     from spark_multijoin import configure_spark_with_multijoin
 
@@ -78,6 +79,8 @@ def cdc_session(driver_memory: str, shuffle_partitions: int) -> SparkSession:
                .config("spark.sql.streaming.numRecentProgressUpdates", "1000000"))
     for key, value in BOUNDED_MEMORY.items():
         builder = builder.config(key, value)
+    if classes:
+        builder = builder.config("spark.driver.extraClassPath", str(classes))
     spark = configure_spark_with_multijoin(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark

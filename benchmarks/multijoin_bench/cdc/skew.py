@@ -96,4 +96,4 @@ def skew(changes: int, file_changes: int) -> CdcWorkload:
                     "table_shares": dict(zip((t.name for t in chosen), TABLE_SHARES)),
                     "hottest_customer_first_load_orders": hottest},
         identity=["order_id", "item_id", "c_customer_id"], output_key="order_id",
-        table_shares=TABLE_SHARES)
+        table_shares=TABLE_SHARES, marker_columns={"customer_id": -1})

@@ -1,0 +1,93 @@
+"""The CDC sweep's results (sweep.py) as files: cdc_sweep.json, cdc_sweep.md and
+cdc_sweep.png (p99 marker latency against the offered rate, every peer)."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+from pathlib import Path
+
+from multijoin_bench.cdc import markers
+from multijoin_bench.cdc.report import FLINK_TITLES
+
+OURS = {"ours_rocksdb": "changelog join, RocksDB", "ours_in_memory": "changelog join, in memory"}
+
+
+def title(peer: str) -> str:
+    if peer in OURS:
+        return OURS[peer]
+    mode, _, bound = peer.removeprefix("flink_").partition("@")
+    return FLINK_TITLES.get(mode, mode) + (f", mini-batch for {int(bound) // 1000} s" if bound
+                                            else "")
+
+
+def write_sweep(results: list[dict], out: Path, spark_version: str) -> None:
+    machine = {"cpus": os.cpu_count(), "platform": platform.platform(),
+               "python": sys.version.split()[0], "spark": spark_version}
+    (out / "cdc_sweep.json").write_text(json.dumps({"machine": machine, "results": results},
+                                                   indent=2))
+    (out / "cdc_sweep.md").write_text(sweep_markdown(results))
+    sweep_chart(results, out / "cdc_sweep.png")
+
+
+def sweep_markdown(results: list[dict]) -> str:
+    lines = ["| workload | peer | initial load (s) | " + " | ".join(
+                 f"changes/s at p99 ≤ {b // 1000} s" for b in markers.BOUNDS_MS) + " |",
+             "| --- | --- | ---: |" + " ---: |" * len(markers.BOUNDS_MS)]
+    for r in results:
+        for peer, run in r["peers"].items():
+            rates = [_rate(run["best_rates"].get(str(b))) for b in markers.BOUNDS_MS]
+            lines.append(f"| {r['workload']} | {title(peer)} | {run['initial_load'].get('seconds')}"
+                         " | " + " | ".join(rates) + " |")
+    lines.append("")
+    for r in results:
+        lines += [f"{r['workload']}:", "", *wins(r), ""]
+    return "\n".join(lines) + "\n"
+
+
+def _rate(value: float | None) -> str:
+    return "none held" if value is None else f"{value:,.0f}"
+
+
+def wins(result: dict) -> list[str]:
+    """Where a Flink peer holds a bound at a higher rate than each of ours, said so."""
+    said = []
+    for bound in markers.BOUNDS_MS:
+        ours = [run["best_rates"].get(str(bound)) or 0 for peer, run in result["peers"].items()
+                if peer in OURS]
+        for peer, run in result["peers"].items():
+            theirs = run["best_rates"].get(str(bound))
+            if peer not in OURS and ours and theirs and theirs > max(ours):
+                than = (f"more than ours ({max(ours):,.0f})" if max(ours)
+                        else "where ours holds it at no rate measured")
+                said.append(f"- At p99 ≤ {bound // 1000} s, {title(peer)} holds "
+                            f"{theirs:,.0f} changes/s, {than}.")
+    return said or ["- No Flink peer held a bound at a higher rate than ours."]
+
+
+def sweep_chart(results: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, max(1, len(results)), figsize=(6 * max(1, len(results)), 4.5),
+                             squeeze=False)
+    for axis, r in zip(axes[0], results):
+        for peer, run in r["peers"].items():
+            points = sorted((p["offered_rate"], p["p99_ms"] / 1000) for p in run["points"]
+                            if p["p99_ms"] is not None and not p["missing_markers"])
+            if points:
+                axis.plot(*zip(*points), marker="o", label=title(peer))
+        for bound in markers.BOUNDS_MS:
+            axis.axhline(bound / 1000, color="grey", linewidth=0.5, linestyle=":")
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+        axis.set_xlabel("offered changes a second")
+        axis.set_ylabel("p99 marker latency (s)")
+        axis.set_title(r["workload"])
+        axis.legend(fontsize="x-small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)

@@ -1,0 +1,109 @@
+"""The CDC sweep's parts that need no engine: the markers' rows, what a stage measured and whether
+it holds a bound, the next rate, the Flink source's DDL and the report."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from multijoin_bench.cdc import markers
+from multijoin_bench.cdc.paced import MARKER_BASE
+from multijoin_bench.cdc.sweep_report import sweep_markdown
+from multijoin_bench.cdc.workloads import NAMES, cdc_workload
+from multijoin_bench.flink.cdc_sweep import kafka_source_ddl
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_marker_joins_no_row_of_the_other_tables(name):
+    workload = cdc_workload(name, 2_000, 500)
+    marker = workload.marker(MARKER_BASE + 7)
+    assert set(marker) == {column for column, _ in workload.tables[0].columns}
+    assert marker[workload.tables[0].row_id] == MARKER_BASE + 7
+    # Every column the other tables join on holds a value no row of theirs has: ids and join
+    # keys of the workloads' rows are small, non-negative numbers.
+    on = [column for column in marker if column != workload.tables[0].row_id
+          and isinstance(marker[column], int) and column.endswith("_id")]
+    assert all(marker[column] < 0 for column in on)
+
+
+def stage(start: float, seconds: float, latencies: list[float | None]) -> tuple[dict, dict]:
+    """A stage whose markers, evenly released, took `latencies` (None: never arrived)."""
+    released = [(MARKER_BASE + i, start + seconds * i / len(latencies))
+                for i in range(len(latencies))]
+    arrived = {row_id: at + latency for (row_id, at), latency in zip(released, latencies)
+               if latency is not None}
+    return ({"rate": 1000, "offered_rate": 990.0, "seconds": seconds, "start": start,
+             "markers": released}, arrived)
+
+
+def test_a_stage_is_measured_over_its_last_third():
+    # The first two thirds are slow (a warm-up), the last third fast.
+    record, arrived = stage(100.0, 30.0, [9.0] * 200 + [0.5] * 100)
+    point = markers.measure(record, arrived)
+    assert point["measured_markers"] == 100
+    assert point["p99_ms"] == pytest.approx(500, abs=1)
+    assert markers.holds(point, 1000) and not markers.holds(point, 400)
+
+
+def test_a_stage_with_a_missing_marker_holds_no_bound():
+    record, arrived = stage(0.0, 30.0, [0.1] * 299 + [None])
+    point = markers.measure(record, arrived)
+    assert point["missing_markers"] == 1
+    assert not any(markers.holds(point, bound) for bound in markers.BOUNDS_MS)
+
+
+def test_the_percentile_is_the_nearest_rank():
+    values = list(range(1, 101))
+    random.Random(3).shuffle(values)
+    assert markers.percentile(values, 0.99) == 99
+    assert markers.percentile(values, 0.5) == 50
+    assert markers.percentile([], 0.99) is None
+
+
+def point(rate: float, p99_ms: float) -> dict:
+    return {"rate": rate, "offered_rate": rate, "missing_markers": 0, "p99_ms": p99_ms}
+
+
+def capacity_sweep(capacity: float) -> list[dict]:
+    """The sweep's points against an engine whose p99 is 200 ms below `capacity` and grows
+    past every bound above it."""
+    points: list[dict] = []
+    rate = markers.next_rate([point(2000, 200 if 2000 <= capacity else 60_000)]) or 0
+    points.append(point(2000, 200 if 2000 <= capacity else 60_000))
+    while rate and len(points) < 40:
+        points.append(point(rate, 200 if rate <= capacity else 60_000))
+        rate = markers.next_rate(points) or 0
+    return points
+
+
+@pytest.mark.parametrize("capacity", [700, 5_000, 33_333])
+def test_the_sweep_closes_in_on_the_highest_rate_that_holds(capacity):
+    points = capacity_sweep(capacity)
+    best = markers.best_rates(points)["1000"]
+    assert best is not None and best <= capacity
+    failed_above = min(p["rate"] for p in points if p["rate"] > best)
+    assert failed_above / best <= markers.RATE_STEP
+    assert len(points) < 20
+
+
+def test_the_flink_source_reads_its_topic_from_the_start_as_debezium():
+    ddl = kafka_source_ddl({"name": "t0", "columns": [["k", "BIGINT"], ["v0", "STRING"]],
+                            "primary_key": ["k"], "topic": "cdc-t0"}, "127.0.0.1:9")
+    assert "PRIMARY KEY (`k`) NOT ENFORCED" in ddl
+    for option in ("'connector' = 'kafka'", "'topic' = 'cdc-t0'", "'format' = 'debezium-json'",
+                   "'scan.startup.mode' = 'earliest-offset'"):
+        assert option in ddl
+
+
+def test_the_report_says_where_a_flink_peer_holds_a_bound_at_a_higher_rate():
+    def run(rates: dict) -> dict:
+        return {"initial_load": {"seconds": 3.0}, "best_rates": rates, "points": []}
+
+    text = sweep_markdown([{"workload": "cdc_left10", "peers": {
+        "ours_rocksdb": run({"1000": 5000.0, "2000": 9000.0, "5000": 9000.0}),
+        "flink_multi_join_rocksdb": run({"1000": 7000.0, "2000": 8000.0, "5000": None})}}])
+    assert "At p99 ≤ 1 s, Flink MultiJoin, RocksDB holds 7,000 changes/s, more than ours " \
+           "(5,000)" in text
+    assert "At p99 ≤ 2 s" not in text
+    assert "none held" in text
