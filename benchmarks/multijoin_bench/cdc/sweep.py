@@ -97,14 +97,19 @@ class SparkPeer:
         with settings(self.spark, self.store or {}):
             self.query = (frame._jdf.writeStream().foreach(writer)
                           .option("checkpointLocation", str(work / "checkpoint")).start())
-        return {"plan": self.query.explainInternal(False)[:4000]}
+        return {}
 
     def stop(self) -> dict:
+        """Stops the query; its batches, and its plan, which must hold the changelog join."""
+        plan = self.query.explainInternal(False)
         progress = [json.loads(p.json()) for p in self.query.recentProgress()]
         self.query.stop()
+        if "ChangelogJoin" not in plan:
+            raise SystemExit(f"no changelog join in the sweep's plan:\n{plan}")
         batch_ms = sorted(p["durationMs"].get("triggerExecution", 0) for p in progress
                           if p["numInputRows"])
-        return {"batches": len(batch_ms), "batch_ms_p50": markers.percentile(batch_ms, 0.5),
+        return {"plan": plan, "batches": len(batch_ms),
+                "batch_ms_p50": markers.percentile(batch_ms, 0.5),
                 "batch_ms_p99": markers.percentile(batch_ms, 0.99),
                 "batch_ms_max": max(batch_ms, default=None)}
 
