@@ -65,9 +65,6 @@ class PacedFeed:
         self.events: Iterator[tuple[int, dict]] = changes(workload, self.counts)
         self.markers: list[tuple[int, float]] = []  # (row id, release time)
 
-    def topic_partitions(self) -> dict[str, int]:
-        return {name: 1 for name in self.topics}
-
     def marker(self) -> None:
         row_id = MARKER_BASE + len(self.markers)
         event = {"before": None, "after": self.workload.marker(row_id), "op": "c",

@@ -7,6 +7,7 @@ import os
 import platform
 import sys
 from pathlib import Path
+from typing import Callable
 
 from multijoin_bench.core import metrics
 from multijoin_bench.core.runs import ratio
@@ -224,6 +225,22 @@ def parameters_markdown(results: list[dict]) -> list[str]:
 def cost_chart(results: list[dict], path: Path) -> None:
     """Cost against changes: per workload, each run's time so far against the changes read so
     far, one line per run and batch size."""
+    def draw(axis, r: dict) -> None:
+        for size, runs in r["batch_sizes"].items():
+            for run, title in ran(runs):
+                changes, seconds = [0], [0.0]
+                for b in runs[run]["per_batch"]:
+                    changes.append(changes[-1] + b["changes"])
+                    seconds.append(seconds[-1] + b["ms"] / 1000)
+                axis.plot(changes, seconds, label=f"{title}, {int(size):,} a batch")
+
+    workload_chart(results, path, draw, "changes", "seconds (sum of micro-batches)")
+
+
+def workload_chart(results: list[dict], path: Path, draw: Callable, xlabel: str,
+                   ylabel: str) -> None:
+    """A chart with a panel per workload, `draw(axis, result)` drawing each (the CDC runs' and
+    the sweep's charts)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -232,15 +249,9 @@ def cost_chart(results: list[dict], path: Path) -> None:
     fig, axes = plt.subplots(1, max(1, len(results)), figsize=(6 * max(1, len(results)), 4.5),
                              squeeze=False)
     for axis, r in zip(axes[0], results):
-        for size, runs in r["batch_sizes"].items():
-            for run, title in ran(runs):
-                changes, seconds = [0], [0.0]
-                for b in runs[run]["per_batch"]:
-                    changes.append(changes[-1] + b["changes"])
-                    seconds.append(seconds[-1] + b["ms"] / 1000)
-                axis.plot(changes, seconds, label=f"{title}, {int(size):,} a batch")
-        axis.set_xlabel("changes")
-        axis.set_ylabel("seconds (sum of micro-batches)")
+        draw(axis, r)
+        axis.set_xlabel(xlabel)
+        axis.set_ylabel(ylabel)
         axis.set_title(r["workload"])
         axis.legend(fontsize="x-small")
     fig.tight_layout()

@@ -30,6 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from multijoin_bench.cdc import markers
+from multijoin_bench.cdc.model import CdcWorkload
 from multijoin_bench.cdc.paced import MARKER_BASE, PacedFeed, Stage, topic
 from multijoin_bench.cdc.settings import spark_settings
 from multijoin_bench.cdc.sweep_report import write_sweep
@@ -60,11 +61,10 @@ KEYS_OF_CHANGES = 1_000_000
 TINY = {"keys_of_changes": 2_000, "start_rate": 500, "max_stages": 2, "warm_up_seconds": 6}
 
 
-def sweep_spec(name: str, keys_of_changes: int = KEYS_OF_CHANGES) -> dict:
+def sweep_spec(workload: CdcWorkload) -> dict:
     """What both engines read: the tables (columns, row id, topic), the SELECT, the output
     column of the join key and where markers start."""
-    workload = cdc_workload(name, keys_of_changes, keys_of_changes)
-    return {"workload": name, "select": workload.select, "output_key": workload.output_key,
+    return {"workload": workload.name, "select": workload.select, "output_key": workload.output_key,
             "marker_base": MARKER_BASE, "parameters": workload.parameters,
             "tables": [{"name": t.name, "columns": [list(c) for c in t.columns],
                         "primary_key": [t.row_id], "topic": topic(t.name)}
@@ -160,8 +160,8 @@ def run_peer(peer: SparkPeer | FlinkPeer, name: str, stage_seconds: float, work:
     """`peer`'s sweep of workload `name` on a broker of its own under `work`."""
     from examples.kafka_delta.broker import running_broker
 
-    spec = sweep_spec(name, keys_of_changes)
     workload = cdc_workload(name, keys_of_changes, keys_of_changes)
+    spec = sweep_spec(workload)
     workload.changes = 10**9  # as many as the stages take
     arrivals = work / "arrivals"
     arrivals.mkdir(parents=True)
@@ -251,7 +251,9 @@ def run_sweep(spark: SparkSession, names: list[str], peers: list[str], stage_sec
     results = []
     for name in names:
         sizes = TINY if tiny else {}
-        result = {"workload": name, "spec": sweep_spec(name, **sizes_of(sizes)),
+        keys_of_changes = sizes.get("keys_of_changes", KEYS_OF_CHANGES)
+        result = {"workload": name,
+                  "spec": sweep_spec(cdc_workload(name, keys_of_changes, keys_of_changes)),
                   "stage_seconds": stage_seconds,
                   "spark_settings": spark_settings(spark), "peers": {}}
         for peer in peers:
@@ -268,7 +270,3 @@ def run_sweep(spark: SparkSession, names: list[str], peers: list[str], stage_sec
         results.append(result)
     write_sweep(results, out, spark.version)
     return results
-
-
-def sizes_of(sizes: dict) -> dict:
-    return {key: value for key, value in sizes.items() if key == "keys_of_changes"}

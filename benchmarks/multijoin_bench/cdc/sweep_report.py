@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from multijoin_bench.cdc import markers
-from multijoin_bench.cdc.report import FLINK_TITLES
+from multijoin_bench.cdc.report import FLINK_TITLES, workload_chart
 
 OURS = {"ours_rocksdb": "changelog join, RocksDB", "ours_in_memory": "changelog join, in memory"}
 
@@ -68,14 +68,8 @@ def wins(result: dict) -> list[str]:
 
 
 def sweep_chart(results: list[dict], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, max(1, len(results)), figsize=(6 * max(1, len(results)), 4.5),
-                             squeeze=False)
-    for axis, r in zip(axes[0], results):
+    """p99 marker latency against the offered rate, a line per peer, the bounds dotted."""
+    def draw(axis, r: dict) -> None:
         for peer, run in r["peers"].items():
             points = sorted((p["offered_rate"], p["p99_ms"] / 1000) for p in run["points"]
                             if p["p99_ms"] is not None and not p["missing_markers"])
@@ -85,9 +79,5 @@ def sweep_chart(results: list[dict], path: Path) -> None:
             axis.axhline(bound / 1000, color="grey", linewidth=0.5, linestyle=":")
         axis.set_xscale("log")
         axis.set_yscale("log")
-        axis.set_xlabel("offered changes a second")
-        axis.set_ylabel("p99 marker latency (s)")
-        axis.set_title(r["workload"])
-        axis.legend(fontsize="x-small")
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
+
+    workload_chart(results, path, draw, "offered changes a second", "p99 marker latency (s)")
