@@ -107,3 +107,14 @@ def test_the_report_says_where_a_flink_peer_holds_a_bound_at_a_higher_rate():
            "(5,000)" in text
     assert "At p99 ≤ 2 s" not in text
     assert "none held" in text
+
+
+@pytest.mark.parametrize("probes, warned", [((1.0, 1.05), False), ((0.5, 1.0), True),
+                                            ((None, 1.0), True), ((None, None), False)])
+def test_the_report_warns_where_peers_ran_on_machines_of_unlike_speed(probes, warned):
+    peers = {peer: {"initial_load": {"seconds": 3.0}, "best_rates": {}, "points": [],
+                    **({"machine": {"probe_cpu_s": probe}} if probe else {})}
+             for peer, probe in zip(("ours_rocksdb", "flink_multi_join_rocksdb"), probes)}
+    text = sweep_markdown([{"workload": "cdc_left10", "peers": peers}])
+    assert ("machines of unlike speed" in text) == warned
+

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import platform
-import sys
 from pathlib import Path
 from typing import Callable
 
 from multijoin_bench.core import metrics
+from multijoin_bench.core.machine import machine
 from multijoin_bench.core.runs import ratio
 
 RUN_TITLES = {"multi_join": "multi-join, noop sink", "multi_join_delta": "multi-join, Delta MERGE",
@@ -26,10 +24,8 @@ PROFILE = ("trigger_ms", "latestOffset", "getBatch", "queryPlanning", "walCommit
 
 
 def write_cdc(results: list[dict], out: Path, spark_version: str) -> None:
-    machine = {"cpus": os.cpu_count(), "platform": platform.platform(),
-               "python": sys.version.split()[0], "spark": spark_version}
     (out / "cdc_results.json").write_text(json.dumps(
-        {"machine": machine, "results": results}, indent=2))
+        {"machine": machine(spark=spark_version), "results": results}, indent=2))
     (out / "cdc_results.md").write_text(cdc_markdown(results))
     cost_chart(results, out / "cdc_cost.png")
 

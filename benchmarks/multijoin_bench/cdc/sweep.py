@@ -36,6 +36,7 @@ from multijoin_bench.cdc.settings import spark_settings
 from multijoin_bench.cdc.sweep_report import write_sweep
 from multijoin_bench.cdc.tables import envelope_schema
 from multijoin_bench.cdc.workloads import cdc_workload
+from multijoin_bench.core.machine import machine
 from multijoin_bench.core.runs import settings
 from multijoin_bench.flink.launch import PACKAGE_PARENT
 from multijoin_bench.flink.tuning import (DEFAULT_LATENCY_BOUND_MS, Tuning, checkpoint_interval_ms,
@@ -264,8 +265,8 @@ def run_sweep(spark: SparkSession, names: list[str], peers: list[str], stage_sec
                 shutil.rmtree(folder, ignore_errors=True)
                 made = make_peer(peer, spark, driver_memory,
                                  result["peers"].get("ours_rocksdb"))
-                path.write_text(json.dumps(run_peer(made, name, stage_seconds, folder, **sizes),
-                                           indent=2))
+                ran = run_peer(made, name, stage_seconds, folder, **sizes)
+                path.write_text(json.dumps({**ran, "machine": machine()}, indent=2))
             result["peers"][peer] = json.loads(path.read_text())
         results.append(result)
     write_sweep(results, out, spark.version)

@@ -4,13 +4,11 @@ cdc_sweep.png (p99 marker latency against the offered rate, every peer)."""
 from __future__ import annotations
 
 import json
-import os
-import platform
-import sys
 from pathlib import Path
 
 from multijoin_bench.cdc import markers
 from multijoin_bench.cdc.report import FLINK_TITLES, workload_chart
+from multijoin_bench.core.machine import machine
 
 OURS = {"ours_rocksdb": "changelog join, RocksDB", "ours_in_memory": "changelog join, in memory"}
 
@@ -24,10 +22,8 @@ def title(peer: str) -> str:
 
 
 def write_sweep(results: list[dict], out: Path, spark_version: str) -> None:
-    machine = {"cpus": os.cpu_count(), "platform": platform.platform(),
-               "python": sys.version.split()[0], "spark": spark_version}
-    (out / "cdc_sweep.json").write_text(json.dumps({"machine": machine, "results": results},
-                                                   indent=2))
+    (out / "cdc_sweep.json").write_text(json.dumps(
+        {"machine": machine(spark=spark_version), "results": results}, indent=2))
     (out / "cdc_sweep.md").write_text(sweep_markdown(results))
     sweep_chart(results, out / "cdc_sweep.png")
 
@@ -43,7 +39,7 @@ def sweep_markdown(results: list[dict]) -> str:
                          " | " + " | ".join(rates) + " |")
     lines.append("")
     for r in results:
-        lines += [f"{r['workload']}:", "", *wins(r), ""]
+        lines += [f"{r['workload']}:", "", *wins(r), *machines(r), ""]
     return "\n".join(lines) + "\n"
 
 
@@ -65,6 +61,21 @@ def wins(result: dict) -> list[str]:
                 said.append(f"- At p99 ≤ {bound // 1000} s, {title(peer)} holds "
                             f"{theirs:,.0f} changes/s, {than}.")
     return said or ["- No Flink peer held a bound at a higher rate than ours."]
+
+
+def machines(result: dict) -> list[str]:
+    """Where a workload's peers ran on machines of unlike speed (their probes more than a tenth
+    apart, or one without a probe), said so: their rates compare only with care."""
+    probes = {peer: run.get("machine", {}).get("probe_cpu_s")
+              for peer, run in result["peers"].items()}
+    known = [p for p in probes.values() if p]
+    if len(set(probes.values())) < 2 or (None not in probes.values()
+                                          and max(known) <= 1.1 * min(known)):
+        return []
+    said = ", ".join(f"{title(peer)} {f'{probe} CPU-s' if probe else 'no probe'}"
+                     for peer, probe in probes.items())
+    return [f"- Its peers ran on machines of unlike speed (the speed probe: {said}); compare "
+            "their rates with care."]
 
 
 def sweep_chart(results: list[dict], path: Path) -> None:

@@ -4,12 +4,10 @@ the breakdown's breakdown.json and breakdown.md."""
 from __future__ import annotations
 
 import json
-import os
-import platform
-import sys
 from pathlib import Path
 
 from multijoin_bench.core import metrics
+from multijoin_bench.core.machine import machine
 from multijoin_bench.flink.launch import HEAP_MODES, JOIN_MODES
 
 # Flink's modes set against the multi-join like for like: state on the heap against Spark's
@@ -20,10 +18,8 @@ LIKE_FOR_LIKE = {"multi_join_over_in_memory": "Flink MultiJoin (heap) over multi
 
 def write_results(results: list[dict], out: Path) -> None:
     """results.json (with the machine they ran on) and results.md in `out`."""
-    machine = {"cpus": os.cpu_count(), "platform": platform.platform(),
-               "python": sys.version.split()[0]}
     (out / "results.json").write_text(json.dumps(
-        {"machine": machine, "results": results}, indent=2))
+        {"machine": machine(), "results": results}, indent=2))
     (out / "results.md").write_text(markdown(results))
 
 
