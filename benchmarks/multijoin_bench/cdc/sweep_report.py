@@ -80,6 +80,8 @@ def machines(result: dict) -> list[str]:
 
 def sweep_chart(results: list[dict], path: Path) -> None:
     """p99 marker latency against the offered rate, a line per peer, the bounds dotted."""
+    from matplotlib.ticker import NullFormatter  # the `bench` extra: only the chart needs it
+
     def draw(axis, r: dict) -> None:
         for peer, run in r["peers"].items():
             points = sorted((p["offered_rate"], p["p99_ms"] / 1000) for p in run["points"]
@@ -90,5 +92,7 @@ def sweep_chart(results: list[dict], path: Path) -> None:
             axis.axhline(bound / 1000, color="grey", linewidth=0.5, linestyle=":")
         axis.set_xscale("log")
         axis.set_yscale("log")
+        # Over less than a decade a log axis labels its minor ticks too, and they overlap.
+        axis.xaxis.set_minor_formatter(NullFormatter())
 
     workload_chart(results, path, draw, "offered changes a second", "p99 marker latency (s)")
