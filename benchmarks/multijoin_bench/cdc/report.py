@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 from multijoin_bench.core import metrics
-from multijoin_bench.core.machine import machine
+from multijoin_bench.core.machine import write_with_machine
 from multijoin_bench.core.runs import ratio
 
 RUN_TITLES = {"multi_join": "multi-join, noop sink", "multi_join_delta": "multi-join, Delta MERGE",
@@ -24,8 +24,7 @@ PROFILE = ("trigger_ms", "latestOffset", "getBatch", "queryPlanning", "walCommit
 
 
 def write_cdc(results: list[dict], out: Path, spark_version: str) -> None:
-    (out / "cdc_results.json").write_text(json.dumps(
-        {"machine": machine(spark=spark_version), "results": results}, indent=2))
+    write_with_machine(out / "cdc_results.json", results, spark=spark_version)
     (out / "cdc_results.md").write_text(cdc_markdown(results))
     cost_chart(results, out / "cdc_cost.png")
 

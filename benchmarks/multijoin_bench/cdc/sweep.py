@@ -154,7 +154,6 @@ class FlinkPeer:
         return {}
 
 
-
 def run_peer(peer: SparkPeer | FlinkPeer, name: str, stage_seconds: float, work: Path,
              keys_of_changes: int = KEYS_OF_CHANGES, start_rate: float = START_RATE,
              max_stages: int = MAX_STAGES, warm_up_seconds: float = WARM_UP_SECONDS) -> dict:

@@ -3,12 +3,11 @@ cdc_sweep.png (p99 marker latency against the offered rate, every peer)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from multijoin_bench.cdc import markers
 from multijoin_bench.cdc.report import FLINK_TITLES, workload_chart
-from multijoin_bench.core.machine import machine
+from multijoin_bench.core.machine import write_with_machine
 
 OURS = {"ours_rocksdb": "changelog join, RocksDB", "ours_in_memory": "changelog join, in memory"}
 
@@ -22,8 +21,7 @@ def title(peer: str) -> str:
 
 
 def write_sweep(results: list[dict], out: Path, spark_version: str) -> None:
-    (out / "cdc_sweep.json").write_text(json.dumps(
-        {"machine": machine(spark=spark_version), "results": results}, indent=2))
+    write_with_machine(out / "cdc_sweep.json", results, spark=spark_version)
     (out / "cdc_sweep.md").write_text(sweep_markdown(results))
     sweep_chart(results, out / "cdc_sweep.png")
 

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from multijoin_bench.core import metrics
-from multijoin_bench.core.machine import machine
+from multijoin_bench.core.machine import write_with_machine
 from multijoin_bench.flink.launch import HEAP_MODES, JOIN_MODES
 
 # Flink's modes set against the multi-join like for like: state on the heap against Spark's
@@ -18,8 +18,7 @@ LIKE_FOR_LIKE = {"multi_join_over_in_memory": "Flink MultiJoin (heap) over multi
 
 def write_results(results: list[dict], out: Path) -> None:
     """results.json (with the machine they ran on) and results.md in `out`."""
-    (out / "results.json").write_text(json.dumps(
-        {"machine": machine(), "results": results}, indent=2))
+    write_with_machine(out / "results.json", results)
     (out / "results.md").write_text(markdown(results))
 
 
