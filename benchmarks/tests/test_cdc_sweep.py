@@ -9,6 +9,7 @@ import pytest
 
 from multijoin_bench.cdc import markers
 from multijoin_bench.cdc.paced import MARKER_BASE
+from multijoin_bench.cdc.sweep import peer_bounds
 from multijoin_bench.cdc.sweep_report import sweep_markdown
 from multijoin_bench.cdc.workloads import NAMES, cdc_workload
 from multijoin_bench.flink.cdc_sweep import kafka_source_ddl
@@ -65,15 +66,15 @@ def point(rate: float, p99_ms: float) -> dict:
     return {"rate": rate, "offered_rate": rate, "missing_markers": 0, "p99_ms": p99_ms}
 
 
-def capacity_sweep(capacity: float) -> list[dict]:
-    """The sweep's points against an engine whose p99 is 200 ms below `capacity` and grows
-    past every bound above it."""
-    points: list[dict] = []
-    rate = markers.next_rate([point(2000, 200 if 2000 <= capacity else 60_000)]) or 0
-    points.append(point(2000, 200 if 2000 <= capacity else 60_000))
+def capacity_sweep(capacity: float, bounds: tuple[int, ...] = markers.BOUNDS_MS,
+                   p99_below: float = 200) -> list[dict]:
+    """The sweep's points against an engine whose p99 is `p99_below` ms below `capacity` and
+    grows past every bound above it."""
+    points = [point(2000, p99_below if 2000 <= capacity else 60_000)]
+    rate = markers.next_rate(points, bounds) or 0
     while rate and len(points) < 40:
-        points.append(point(rate, 200 if rate <= capacity else 60_000))
-        rate = markers.next_rate(points) or 0
+        points.append(point(rate, p99_below if rate <= capacity else 60_000))
+        rate = markers.next_rate(points, bounds) or 0
     return points
 
 
@@ -85,6 +86,19 @@ def test_the_sweep_closes_in_on_the_highest_rate_that_holds(capacity):
     failed_above = min(p["rate"] for p in points if p["rate"] > best)
     assert failed_above / best <= markers.RATE_STEP
     assert len(points) < 20
+
+
+def test_a_mini_batch_peer_searches_only_the_bound_its_mini_batch_is_set_from():
+    assert peer_bounds("flink_binary_joins_rocksdb@2000") == (2000,)
+    assert peer_bounds("ours_rocksdb") == markers.BOUNDS_MS
+    # Between 1 s and 2 s at every rate it holds, so that every bound has a highest rate.
+    every = capacity_sweep(700, p99_below=1500)
+    own = capacity_sweep(700, (2000,), p99_below=1500)
+    assert markers.best_rates(own, (2000,)) == {"2000": markers.best_rates(every)["2000"]}
+    assert len(own) < len(every)
+    text = sweep_markdown([{"workload": "cdc_skew", "peers": {"flink_binary_joins@2000": {
+        "initial_load": {"seconds": 3.0}, "best_rates": {"2000": 650.0}, "points": []}}}])
+    assert "| not searched | 650 | not searched |" in text
 
 
 def test_the_flink_source_reads_its_topic_from_the_start_as_debezium():

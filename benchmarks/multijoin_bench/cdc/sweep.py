@@ -4,9 +4,10 @@ Per workload and peer, on a Kafka broker of its own: the peer's query starts, re
 tables' topics from their start; the initial load is produced and its marker awaited (the
 initial load's time, reported apart); then stages of offered load (paced.py), each at a set
 rate for `stage_seconds`, its last third measured (markers.py). The rates climb by half while
-the highest bound holds, then close in on each bound's highest rate (markers.next_rate). After
-a stage that fails the highest bound, only markers are offered until the backlog is gone, so
-that the next stage starts level.
+the highest bound holds, then close in on each bound's highest rate (markers.next_rate): every
+bound for a peer that runs the same at all of them, its own for a Flink mode whose mini-batch is
+set from the bound (peer_bounds). After a stage that fails the highest bound, only markers are
+offered until the backlog is gone, so that the next stage starts level.
 
 Peers: ours on RocksDB and on Spark's in-memory store (the changelog join into a JVM sink that
 notes its markers, ArrivalWriter.java); Flink's modes (flink/cdc_sweep.py, a process of its
@@ -155,9 +156,11 @@ class FlinkPeer:
 
 
 def run_peer(peer: SparkPeer | FlinkPeer, name: str, stage_seconds: float, work: Path,
-             keys_of_changes: int = KEYS_OF_CHANGES, start_rate: float = START_RATE,
-             max_stages: int = MAX_STAGES, warm_up_seconds: float = WARM_UP_SECONDS) -> dict:
-    """`peer`'s sweep of workload `name` on a broker of its own under `work`."""
+             bounds: tuple[int, ...] = markers.BOUNDS_MS, keys_of_changes: int = KEYS_OF_CHANGES,
+             start_rate: float = START_RATE, max_stages: int = MAX_STAGES,
+             warm_up_seconds: float = WARM_UP_SECONDS) -> dict:
+    """`peer`'s sweep of workload `name` on a broker of its own under `work`, searching the
+    highest rate that holds each of `bounds`."""
     from examples.kafka_delta.broker import running_broker
 
     workload = cdc_workload(name, keys_of_changes, keys_of_changes)
@@ -179,13 +182,13 @@ def run_peer(peer: SparkPeer | FlinkPeer, name: str, stage_seconds: float, work:
             wait_for(arrivals, record["markers"], max(markers.BOUNDS_MS) / 1000 + 2)
             points.append(markers.measure(record, markers.arrivals(arrivals)))
             print(f"    {points[-1]}", flush=True)
-            if not markers.holds(points[-1], max(markers.BOUNDS_MS)):
+            if not markers.holds(points[-1], max(bounds)):
                 points[-1]["drained_seconds"] = drain(feed, arrivals)
-            rate = markers.next_rate(points)
+            rate = markers.next_rate(points, bounds)
         stopped = peer.stop()
         feed.producer.flush(5)
     return {"initial_load": load, "warm_up": {"rate": start_rate, "seconds": warm_up_seconds},
-            "points": points, "best_rates": markers.best_rates(points), "started": started,
+            "points": points, "best_rates": markers.best_rates(points, bounds), "started": started,
             **stopped}
 
 
@@ -226,6 +229,12 @@ def peer_names(flink: bool) -> list[str]:
     return names
 
 
+def peer_bounds(name: str) -> tuple[int, ...]:
+    """The bounds `name`'s sweep searches: the one its mini-batch is set from, or every one."""
+    _, _, bound = name.partition("@")
+    return (int(bound),) if bound else markers.BOUNDS_MS
+
+
 def make_peer(name: str, spark: SparkSession, driver_memory: str,
               ours: dict | None) -> SparkPeer | FlinkPeer:
     """The peer `name`; Flink's checkpoint at our RocksDB run's median batch (`ours`) or every
@@ -264,7 +273,7 @@ def run_sweep(spark: SparkSession, names: list[str], peers: list[str], stage_sec
                 shutil.rmtree(folder, ignore_errors=True)
                 made = make_peer(peer, spark, driver_memory,
                                  result["peers"].get("ours_rocksdb"))
-                ran = run_peer(made, name, stage_seconds, folder, **sizes)
+                ran = run_peer(made, name, stage_seconds, folder, peer_bounds(peer), **sizes)
                 path.write_text(json.dumps({**ran, "machine": machine()}, indent=2))
             result["peers"][peer] = json.loads(path.read_text())
         results.append(result)
