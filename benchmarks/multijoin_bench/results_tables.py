@@ -56,6 +56,7 @@ TABLES = (
     ResultTable("latency 10000 table", "latency/10000/latency.md", 0),
     ResultTable("cdc table", "cdc/cdc_results.md", 0, CDC_DOC),
     ResultTable("cdc sweep table", "cdc_sweep/cdc_sweep.md", 0, CDC_DOC),
+    ResultTable("cdc sweep state table", "cdc_sweep/cdc_sweep.md", 1, CDC_DOC),
 )
 
 

@@ -132,3 +132,21 @@ def test_the_report_warns_where_peers_ran_on_machines_of_unlike_speed(probes, wa
     text = sweep_markdown([{"workload": "cdc_left10", "peers": peers}])
     assert ("machines of unlike speed" in text) == warned
 
+
+
+def test_the_report_shows_each_peer_s_state_measured_its_way_beside_the_logical_bytes():
+    logical = {"bytes": 2_000_000}
+    peers = {"ours_rocksdb": {"state": {"rows": 9, "memory_bytes": 1, "sst_bytes": 3_000_000}},
+             "ours_in_memory": {"state": {"rows": 9, "memory_bytes": 5_000_000,
+                                          "sst_bytes": None}},
+             "flink_multi_join_rocksdb": {"state": {"id": 4, "state_size": 4_000_000,
+                                                    "checkpointed_size": 10}},
+             "flink_multi_join": {}}
+    for run in peers.values():
+        run.update({"initial_load": {"seconds": 1.0}, "best_rates": {}, "points": [],
+                    "logical_state": logical})
+    text = sweep_markdown([{"workload": "cdc_skew", "peers": peers}])
+    assert "changelog join, RocksDB | 3.0 | RocksDB's live SST files | 2.0 |" in text
+    assert "in memory | 5.0 | the store's memory | 2.0 |" in text
+    assert "| 4.0 | latest checkpoint, full size | 2.0 |" in text
+    assert "|  | not measured in this run | 2.0 |" in text

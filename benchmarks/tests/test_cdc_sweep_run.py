@@ -1,7 +1,7 @@
 """The CDC sweep end to end, tiny: `python -m multijoin_bench --cdc-sweep cdc_skew --tiny` on a
 broker of its own, our changelog join into the JVM sink that notes the markers. Every marker
-released comes out, each stage offered its rate, the plan holds the changelog join, and the
-result files are written.
+released comes out, each stage offered its rate, the plan holds the changelog join, its state
+holds the rows the changes left, and the result files are written.
 
 The sweep reads Kafka through Spark's connector, whose jars scripts/setup-kafka fetches for one
 Spark line: scripts/test runs this file there, in the Delta step. Elsewhere it is skipped. Its
@@ -48,5 +48,9 @@ def test_a_tiny_sweep_measures_every_marker_at_the_rates_offered(tmp_path):
         assert point["offered_rate"] == pytest.approx(point["rate"], rel=0.05)
         assert 0 < point["p50_ms"] <= point["p99_ms"]
     assert run["batches"] > 0 and "ChangelogJoin" in run["plan"]
+    # The state at stop holds at least the inputs' live rows, on RocksDB in SST files.
+    logical = run["logical_state"]["tables"]
+    assert run["state"]["rows"] >= sum(table["rows"] for table in logical.values()) > 0
+    assert run["state"]["sst_bytes"] > 0
     assert "cdc_skew" in (out / "cdc_sweep.md").read_text()
     assert (out / "cdc_sweep.png").stat().st_size > 0

@@ -33,6 +33,9 @@ def test_checkpoints_every_second_or_at_spark_median_batch_interval_incremental_
             "_rocksdb" in mode).lower()
         assert config["execution.checkpointing.dir"] == "file:///tmp/checkpoints"
         assert config["pipeline.object-reuse"] == "true"
+        # RocksDB's files compressed as Spark's RocksDB store compresses its own by default.
+        assert config.get("state.backend.rocksdb.compression.per.level") == (
+            "LZ4_COMPRESSION" if "_rocksdb" in mode else None)
 
 
 def test_mini_batch_where_flink_applies_it_a_quarter_of_the_latency_bound():

@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass
 from typing import Iterator
 
-from multijoin_bench.cdc.model import CdcWorkload
+from multijoin_bench.cdc.model import CdcWorkload, Live
 from multijoin_bench.cdc.workloads import changes
 
 MARKER_BASE = 10**12
@@ -62,8 +62,15 @@ class PacedFeed:
                                   "queue.buffering.max.messages": 2_000_000,
                                   "queue.buffering.max.kbytes": 1_048_576})
         self.counts: dict = {}
-        self.events: Iterator[tuple[int, dict]] = changes(workload, self.counts)
+        self.live: list[Live] = []
+        self.events: Iterator[tuple[int, dict]] = changes(workload, self.counts, self.live)
         self.markers: list[tuple[int, float]] = []  # (row id, release time)
+
+    def live_rows(self) -> dict[str, int]:
+        """Each table's rows that the changes produced so far leave, the markers among them."""
+        rows = {t.name: len(live.ids) for t, live in zip(self.workload.tables, self.live)}
+        rows[self.workload.tables[0].name] += len(self.markers)
+        return rows
 
     def marker(self) -> None:
         row_id = MARKER_BASE + len(self.markers)

@@ -11,11 +11,14 @@ from multijoin_bench.scale.run import BOUNDED_MEMORY
 
 SPARK_KEYS = ("spark.master", "spark.driver.memory", "spark.sql.shuffle.partitions",
               "spark.sql.streaming.stateStore.providerClass", *BOUNDED_MEMORY)
+ROCKSDB_COMPRESSION_KEY = "spark.sql.streaming.stateStore.rocksdb.compression"
 
 
 def spark_settings(spark: SparkSession) -> dict:
     """The session's settings that bear on the comparison, and how the runs commit."""
     return {**{key: spark.conf.get(key, None) for key in SPARK_KEYS},
+            # Not a registered conf: unset, the store takes its default.
+            ROCKSDB_COMPRESSION_KEY: spark.conf.get(ROCKSDB_COMPRESSION_KEY, "lz4 (the default)"),
             "checkpoint": "state and offsets at every micro-batch",
             "trigger": "availableNow, the batch size's files a micro-batch"}
 

@@ -33,12 +33,14 @@ from pyspark.sql import functions as F
 from multijoin_bench.cdc import markers
 from multijoin_bench.cdc.model import CdcWorkload
 from multijoin_bench.cdc.paced import MARKER_BASE, PacedFeed, Stage, topic
+from multijoin_bench.cdc.state_size import logical_bytes, spark_state
 from multijoin_bench.cdc.settings import spark_settings
 from multijoin_bench.cdc.sweep_report import write_sweep
 from multijoin_bench.cdc.tables import envelope_schema
 from multijoin_bench.cdc.workloads import cdc_workload
 from multijoin_bench.core.machine import machine
 from multijoin_bench.core.runs import settings
+from multijoin_bench.flink.cdc_sweep import STOPPED
 from multijoin_bench.flink.launch import PACKAGE_PARENT
 from multijoin_bench.flink.tuning import (DEFAULT_LATENCY_BOUND_MS, Tuning, checkpoint_interval_ms,
                                           managed_memory_mb, mini_batches)
@@ -110,7 +112,7 @@ class SparkPeer:
             raise SystemExit(f"no changelog join in the sweep's plan:\n{plan}")
         batch_ms = sorted(p["durationMs"].get("triggerExecution", 0) for p in progress
                           if p["numInputRows"])
-        return {"plan": plan, "batches": len(batch_ms),
+        return {"plan": plan, "state": spark_state(progress), "batches": len(batch_ms),
                 "batch_ms_p50": markers.percentile(batch_ms, 0.5),
                 "batch_ms_p99": markers.percentile(batch_ms, 0.99),
                 "batch_ms_max": max(batch_ms, default=None)}
@@ -125,7 +127,7 @@ class FlinkPeer:
 
     def start(self, spec: dict, bootstrap: str, arrivals: Path, work: Path) -> dict:
         (work / "spec.json").write_text(json.dumps(spec))
-        ready = work / "ready.json"
+        ready = self.ready = work / "ready.json"
         t = self.tuning
         command = [sys.executable, "-m", "multijoin_bench.flink.cdc_sweep", str(work / "spec.json"),
                    "--bootstrap", bootstrap, "--mode", self.mode, "--heap", t.heap,
@@ -149,10 +151,13 @@ class FlinkPeer:
         return started
 
     def stop(self) -> dict:
+        """Stops the job; the state of its latest checkpoint, which it writes as it stops."""
         self.process.terminate()
         self.process.wait(60)
         self.log.close()
-        return {}
+        stopped = self.ready.with_name(STOPPED)
+        return json.loads(stopped.read_text()) if stopped.exists() else {
+            "state": {"not_read": f"Flink wrote no {STOPPED}: {self.log.name}"}}
 
 
 def run_peer(peer: SparkPeer | FlinkPeer, name: str, stage_seconds: float, work: Path,
@@ -187,6 +192,7 @@ def run_peer(peer: SparkPeer | FlinkPeer, name: str, stage_seconds: float, work:
             rate = markers.next_rate(points, bounds)
         stopped = peer.stop()
         feed.producer.flush(5)
+        stopped["logical_state"] = logical_bytes(workload.tables, feed.live_rows())
     return {"initial_load": load, "warm_up": {"rate": start_rate, "seconds": warm_up_seconds},
             "points": points, "best_rates": markers.best_rates(points, bounds), "started": started,
             **stopped}

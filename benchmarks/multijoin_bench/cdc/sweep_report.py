@@ -37,10 +37,38 @@ def sweep_markdown(results: list[dict]) -> str:
                      for b in markers.BOUNDS_MS]
             lines.append(f"| {r['workload']} | {title(peer)} | {run['initial_load'].get('seconds')}"
                          " | " + " | ".join(rates) + " |")
-    lines.append("")
+    lines += ["", *state_table(results), ""]
     for r in results:
         lines += [f"{r['workload']}:", "", *wins(r), *machines(r), ""]
     return "\n".join(lines) + "\n"
+
+
+def state_table(results: list[dict]) -> list[str]:
+    """Each peer's state when its timed run stopped (cdc/state_size.py), beside the logical bytes
+    of the rows the changes left."""
+    lines = ["| workload | peer | state (MB) | measured as | logical rows (MB) |",
+             "| --- | --- | ---: | --- | ---: |"]
+    for r in results:
+        for peer, run in r["peers"].items():
+            measured, how = state_measured(peer, run.get("state"))
+            logical = run.get("logical_state", {}).get("bytes")
+            lines.append(f"| {r['workload']} | {title(peer)} | {_mb(measured)} | {how} | "
+                         f"{_mb(logical)} |")
+    return lines
+
+
+def state_measured(peer: str, state: dict | None) -> tuple[float | None, str]:
+    if not state or "not_read" in state:
+        return None, (state or {}).get("not_read", "not measured in this run")
+    if peer not in OURS:
+        return state["state_size"], "latest checkpoint, full size"
+    if state["sst_bytes"] is not None:
+        return state["sst_bytes"], "RocksDB's live SST files"
+    return state["memory_bytes"], "the store's memory"
+
+
+def _mb(value: float | None) -> str:
+    return "" if value is None else f"{value / 1e6:,.1f}"
 
 
 def _rate(value: float | str | None) -> str:

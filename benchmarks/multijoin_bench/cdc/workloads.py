@@ -148,11 +148,14 @@ def cdc_workload(name: str, changes: int, file_changes: int) -> CdcWorkload:
     return workload
 
 
-def changes(workload: CdcWorkload, counts: dict | None = None) -> Iterator[tuple[int, dict]]:
+def changes(workload: CdcWorkload, counts: dict | None = None,
+            live: list[Live] | None = None) -> Iterator[tuple[int, dict]]:
     """The workload's change events in arrival order, as (table index, envelope); `counts`, if
-    given, gets the number of each op in the first load and after it."""
+    given, gets the number of each op in the first load and after it, and `live`, an empty list
+    if given, each table's live rows as the events so far leave them."""
     rng = random.Random(SEED)
-    live = [Live() for _ in workload.tables]
+    live = live if live is not None else []
+    live.extend(Live() for _ in workload.tables)
     loads = workload.first_load(rng)
     first = [(i, row_id, key) for i, load in enumerate(loads) for row_id, key in load]
     rng.shuffle(first)

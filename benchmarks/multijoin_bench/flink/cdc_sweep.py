@@ -12,7 +12,9 @@ connector with 'format' = 'debezium-json' and its primary key, read from the ear
 the job is the SELECT turned into a changelog stream into the JVM sink, every change kind kept
 (as Spark's side emits them). Settings as the CDC peer's (tuning.py), its parallelism too. The
 plan must be the mode's (cdc_peer.plan_problems); the process writes it, with the settings and
-the memory the task manager got, to FILE once the job runs, then waits to be stopped (SIGTERM).
+the memory the task manager got, to FILE once the job runs, then waits to be stopped (SIGTERM);
+then it writes the state of its latest checkpoint (rest.latest_checkpoint) to `stopped.json`
+beside FILE.
 """
 
 from __future__ import annotations
@@ -26,11 +28,13 @@ import tempfile
 import threading
 from pathlib import Path
 
+from multijoin_bench.flink import rest
 from multijoin_bench.flink.cdc_peer import plan_operators, plan_problems
 from multijoin_bench.flink.peer import flink_type, job_config
 from multijoin_bench.flink.tuning import Tuning
 
 GROUP_ID = "multijoin-sweep"
+STOPPED = "stopped.json"  # beside the ready file: the job's state when it was stopped
 
 
 def kafka_source_ddl(table: dict, bootstrap: str) -> str:
@@ -65,8 +69,6 @@ def start(spec: dict, args: argparse.Namespace, tuning: Tuning, scratch: Path) -
     from pyflink.java_gateway import get_gateway
     from pyflink.table import ExplainDetail, StreamTableEnvironment
 
-    from multijoin_bench.flink import rest
-
     port = rest.free_port()
     config = {**job_config(args.mode, args.parallelism, str(scratch / "rocksdb")),
               **tuning.job_config(args.mode, scratch / "checkpoints"),
@@ -93,7 +95,7 @@ def start(spec: dict, args: argparse.Namespace, tuning: Tuning, scratch: Path) -
     return {"mode": args.mode, "parallelism": args.parallelism,
             "settings": tuning.describe([args.mode]),
             "plan_operators": operators, "plan_problems": plan_problems(args.mode, operators),
-            "taskmanager_got": rest.taskmanager_memory(port)}
+            "taskmanager_got": rest.taskmanager_memory(port), "rest_port": port}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -120,6 +122,8 @@ def main(argv: list[str] | None = None) -> None:
         ready = start(json.loads(args.spec.read_text()), args, tuning, Path(scratch))
         args.ready.write_text(json.dumps(ready, indent=2))
         stopped.wait()
+        state = {"state": rest.latest_checkpoint(ready["rest_port"])}
+        args.ready.with_name(STOPPED).write_text(json.dumps(state, indent=2))
 
 
 if __name__ == "__main__":

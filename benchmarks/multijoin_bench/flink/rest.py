@@ -1,6 +1,6 @@
 """The local mini-cluster's REST API, bound to loopback on a free port: what the CDC peer reads
-of a running job (its record counts and checkpoints, cdc_state.py) and of its task manager (the
-memory it got, cdc_peer.py)."""
+of a running job (its record counts and checkpoints, cdc_state.py; its latest checkpoint's size,
+cdc_sweep.py) and of its task manager (the memory it got, cdc_peer.py)."""
 
 from __future__ import annotations
 
@@ -37,3 +37,15 @@ def taskmanager_memory(port: int) -> dict:
         return {"not_read": str(failed)}
     return {"memory_configuration": details.get("memoryConfiguration"),
             "total_resource": details.get("totalResource")}
+
+
+def latest_checkpoint(port: int) -> dict:
+    """The running job's latest completed checkpoint: its full state size (`state_size`) and what
+    it added to the last one (`checkpointed_size`, the same unless incremental), or why it could
+    not be read."""
+    try:
+        job = next(j["id"] for j in get_json(port, "/jobs")["jobs"] if j["status"] == "RUNNING")
+        completed = get_json(port, f"/jobs/{job}/checkpoints")["latest"]["completed"]
+        return {key: completed[key] for key in ("id", "state_size", "checkpointed_size")}
+    except (OSError, urllib.error.URLError, KeyError, TypeError, StopIteration) as failed:
+        return {"not_read": repr(failed)}
