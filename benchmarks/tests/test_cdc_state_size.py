@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 
 from multijoin_bench.cdc.model import Live, Table
+from multijoin_bench.core import metrics
 from multijoin_bench.cdc.state_size import logical_bytes, row_bytes, spark_state
 from multijoin_bench.cdc.workloads import cdc_workload, changes
 
@@ -29,7 +30,12 @@ def test_the_live_rows_are_what_the_changes_leave():
     assert [len(rows.ids) for rows in live] == net
 
 
-def test_our_state_is_the_last_reporting_batch_s_operators_and_sst_only_on_rocksdb():
+def test_our_state_is_the_last_reporting_batch_s_operators_and_sst_only_on_rocksdb(monkeypatch):
+    # The names the registry gives, as the jar's registry spells them.
+    registry = metrics.Registry("multiJoin", {"NUM_TOTAL_STATE_ROWS": "numRowsTotal",
+                                              "STATE_MEMORY": "memoryUsedBytes"})
+    monkeypatch.setattr(metrics, "registry", lambda: registry)
+
     def operator(rows: int, memory: int, sst: int | None) -> dict:
         return {"numRowsTotal": rows, "memoryUsedBytes": memory,
                 "customMetrics": {} if sst is None else {"rocksdbSstFileSize": sst}}

@@ -11,13 +11,16 @@ on both engines, beside the logical bytes of the rows any engine must keep.
   length. Every engine's state holds at least these rows; how far above them each sits is its
   layout's cost.
 
-Pure functions, tested without an engine.
+Pure functions, tested without an engine (the multi-join's metric names come from its registry,
+core/metrics.py).
 """
 
 from __future__ import annotations
 
 from multijoin_bench.cdc.model import Table
+from multijoin_bench.core import metrics
 
+SST = "rocksdbSstFileSize"  # Spark's RocksDB store's custom metric
 ROW_SAMPLE = 1000  # rows of a table whose mean width is its row bytes
 
 
@@ -42,8 +45,8 @@ def spark_state(progress: list[dict]) -> dict:
     reported = [p for p in progress if p.get("stateOperators")]
     if not reported:
         return {"not_read": "no micro-batch reported its state operators"}
-    operators = reported[-1]["stateOperators"]
-    sst = [op.get("customMetrics", {}).get("rocksdbSstFileSize") for op in operators]
-    return {"rows": sum(op["numRowsTotal"] for op in operators),
-            "memory_bytes": sum(op["memoryUsedBytes"] for op in operators),
-            "sst_bytes": None if None in sst else sum(sst)}
+    last = reported[-1]
+    on_rocksdb = all(SST in op.get("customMetrics", {}) for op in last["stateOperators"])
+    return {"rows": metrics.state_rows(last),
+            "memory_bytes": metrics.state_metric(last, metrics.STATE_MEMORY),
+            "sst_bytes": metrics.state_metric(last, SST) if on_rocksdb else None}
