@@ -6,9 +6,9 @@ from __future__ import annotations
 import itertools
 
 from multijoin_bench.cdc.model import Live, Table
-from multijoin_bench.core import metrics
 from multijoin_bench.cdc.state_size import logical_bytes, row_bytes, spark_state
 from multijoin_bench.cdc.workloads import cdc_workload, changes
+from multijoin_bench.core import metrics
 
 
 def test_row_bytes_count_8_a_number_and_a_string_s_utf8_length():

@@ -35,8 +35,8 @@ def row_bytes(table: Table) -> float:
 
 def logical_bytes(tables: list[Table], live_rows: dict[str, int]) -> dict:
     """Each table's live rows and their bytes, and the total bytes."""
-    per_table = {t.name: {"rows": live_rows[t.name], "bytes": round(live_rows[t.name] * row_bytes(t))}
-                 for t in tables}
+    per_table = {t.name: {"rows": live_rows[t.name],
+                          "bytes": round(live_rows[t.name] * row_bytes(t))} for t in tables}
     return {"tables": per_table, "bytes": sum(t["bytes"] for t in per_table.values())}
 
 

@@ -33,8 +33,8 @@ from pyspark.sql import functions as F
 from multijoin_bench.cdc import markers
 from multijoin_bench.cdc.model import CdcWorkload
 from multijoin_bench.cdc.paced import MARKER_BASE, PacedFeed, Stage, topic
-from multijoin_bench.cdc.state_size import logical_bytes, spark_state
 from multijoin_bench.cdc.settings import spark_settings
+from multijoin_bench.cdc.state_size import logical_bytes, spark_state
 from multijoin_bench.cdc.sweep_report import write_sweep
 from multijoin_bench.cdc.tables import envelope_schema
 from multijoin_bench.cdc.workloads import cdc_workload

@@ -33,8 +33,8 @@ def sweep_markdown(results: list[dict]) -> str:
     for r in results:
         for peer, run in r["peers"].items():
             # A mini-batch peer searches only the bound its mini-batch is set from.
-            rates = [_rate(run["best_rates"].get(str(b), "not searched"))
-                     for b in markers.BOUNDS_MS]
+            rates = [_rate(run["best_rates"][str(b)]) if str(b) in run["best_rates"]
+                     else "not searched" for b in markers.BOUNDS_MS]
             lines.append(f"| {r['workload']} | {title(peer)} | {run['initial_load'].get('seconds')}"
                          " | " + " | ".join(rates) + " |")
     lines += ["", *state_table(results), ""]
@@ -71,9 +71,7 @@ def _mb(value: float | None) -> str:
     return "" if value is None else f"{value / 1e6:,.1f}"
 
 
-def _rate(value: float | str | None) -> str:
-    if isinstance(value, str):
-        return value
+def _rate(value: float | None) -> str:
     return "none held" if value is None else f"{value:,.0f}"
 
 
