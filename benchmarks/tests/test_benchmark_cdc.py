@@ -156,6 +156,17 @@ def test_flinks_modes_run_again_replace_only_themselves():
     assert merged_peer({"not_available": "not finished in 2 caps"}, again) == again
 
 
+def test_the_wide_recipe_runs_where_each_inputs_row_id_is_its_join_key():
+    from multijoin_bench.cdc.recipe import wide_fits
+
+    specs = {name: {"parameters": spec_parameters(workload := cdc_workload(name, 1_000, 100)),
+                    "tables": [{"name": t.name, "primary_key": [t.row_id]}
+                               for t in workload.tables]}
+             for name in ("cdc_left10", "cdc_star", "cdc_skew")}
+    assert {name: wide_fits(spec) for name, spec in specs.items()} == \
+        {"cdc_left10": True, "cdc_star": False, "cdc_skew": False}
+
+
 def test_skew_customers_follow_the_pinned_zipf_and_changes_keep_the_table_shares():
     """At the pinned sizes the hottest customer holds 10,000 or more of the first load's orders,
     as the distribution says; an order keeps its customer; later changes pick tables by the

@@ -1,7 +1,8 @@
 """The CDC benchmark end to end on a tiny cdc_star (its fan-out, null-padded identities and
-children keyed apart from their row ids: the harder of the two workloads), on Delta: the
-changelog join's Delta table (through delta_merge), the foreachBatch recipe's and the batch join
-of the tables' final rows must be the same rows, and the result files written.
+children keyed apart from their row ids: the harder of the two workloads) and a tiny cdc_left10
+(the wide recipe's), on Delta: the changelog join's Delta table (through delta_merge), the
+foreachBatch recipe's and the batch join of the tables' final rows must be the same rows, and
+the result files written.
 
 Delta's jars resolve on one Spark line only: scripts/test runs this file there, in the Delta step,
 beside tests/changelog/test_delta_sink.py. Elsewhere it is skipped.
@@ -33,7 +34,7 @@ def delta_spark() -> Iterator[SparkSession]:
 
 
 def test_the_multi_join_and_the_recipe_end_with_the_batch_join(delta_spark, tmp_path):
-    results = run_cdc(delta_spark, ["cdc_star"], changes=300, batch_sizes=[150],
+    results = run_cdc(delta_spark, ["cdc_star", "cdc_left10"], changes=300, batch_sizes=[150],
                       out=tmp_path / "out", work=tmp_path / "work", cap_seconds=600,
                       warm_up=False, noop_runs=1)
     for result in results:
@@ -48,5 +49,5 @@ def test_the_multi_join_and_the_recipe_end_with_the_batch_join(delta_spark, tmp_
         assert state["finished"] and state["state_rows"] == runs["multi_join"]["state_rows"]
         assert 0 < state["state_sst_bytes"]
     written = json.loads((tmp_path / "out" / "cdc_results.json").read_text())
-    assert [r["workload"] for r in written["results"]] == ["cdc_star"]
+    assert [r["workload"] for r in written["results"]] == ["cdc_star", "cdc_left10"]
     assert (tmp_path / "out" / "cdc_cost.png").stat().st_size > 0

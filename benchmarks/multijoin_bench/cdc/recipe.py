@@ -9,6 +9,9 @@ changelog join: a Delta table of each input's current rows, and per micro-batch
 4. one MERGE into the target by the output's identity: the new rows updated or inserted, and the
    target's rows of a touched key that are no longer among them deleted.
 
+Where every input's row id is its join key (cdc_left10), a user keeps one wide current table
+instead, a row per key (WideRecipe): two MERGEs a batch, not one per input and the target's.
+
 Every MERGE sets Delta's idempotent-write settings with the batch id, so that a batch run again
 after a restart is skipped, table by table. One query reads every input, as one tagged union, so
 that a batch's changes of all inputs are joined together.
@@ -46,13 +49,17 @@ class Recipe:
         return str(self.root / self.tables[i]["name"])
 
     def _create(self, spark: SparkSession) -> None:
-        """Each input's current table and the target, empty."""
+        """The current rows, empty, and the target."""
+        self._create_current(spark)
+        for table in self.tables:
+            spark.createDataFrame([], row_type(table)).createOrReplaceTempView(table["name"])
+        spark.sql(self.spec["select"]).write.format("delta").save(self.target)
+
+    def _create_current(self, spark: SparkSession) -> None:
         for i, table in enumerate(self.tables):
             empty = spark.createDataFrame([], row_type(table))
             empty.withColumn("_lsn", F.lit(None).cast("bigint")).write.format("delta") \
                 .save(self.current(i))
-            empty.createOrReplaceTempView(table["name"])
-        spark.sql(self.spec["select"]).write.format("delta").save(self.target)
 
     def stream(self, spark: SparkSession, files_per_trigger: int) -> DataFrame:
         """Every input's changes as one stream: the input's index, op, LSN, row id, join key
@@ -74,14 +81,17 @@ class Recipe:
         session = batch.sparkSession
         batch.persist()
         try:
-            for (i,) in batch.select("_table").distinct().collect():
-                self._merge_current(session, batch, i, batch_id)
+            self._merge_changes(session, batch, batch_id)
             keys = (batch.select(F.explode(F.array("_key_before", "_key_after")).alias("key"))
                     .where("key IS NOT NULL").distinct())
             self._merge_target(session, keys.persist(), batch_id)
             keys.unpersist()
         finally:
             batch.unpersist()
+
+    def _merge_changes(self, session: SparkSession, batch: DataFrame, batch_id: int) -> None:
+        for (i,) in batch.select("_table").distinct().collect():
+            self._merge_current(session, batch, i, batch_id)
 
     def _merge_current(self, session: SparkSession, batch: DataFrame, i: int,
                        batch_id: int) -> None:
@@ -104,11 +114,7 @@ class Recipe:
             f"WHEN NOT MATCHED AND s.op <> 'd' THEN INSERT ({names}) VALUES ({values})"))
 
     def _merge_target(self, session: SparkSession, keys: DataFrame, batch_id: int) -> None:
-        for i, table in enumerate(self.tables):
-            current = delta_rows(session, self.current(i)).drop("_lsn")
-            key = self.keys[table["name"]]
-            current.join(F.broadcast(keys), current[key] == keys["key"], "left_semi") \
-                .createOrReplaceTempView(table["name"])
+        self._touched_views(session, keys)
         new = session.sql(self.spec["select"])
         target = delta_rows(session, self.target)
         old = target.join(F.broadcast(keys), target[self.output_key] == keys["key"], "left_semi")
@@ -126,6 +132,14 @@ class Recipe:
             f"WHEN MATCHED THEN UPDATE SET {sets} "
             f"WHEN NOT MATCHED AND NOT s._delete THEN INSERT ({names}) VALUES ({values})"))
 
+    def _touched_views(self, session: SparkSession, keys: DataFrame) -> None:
+        """Each input's current rows of the touched `keys`, as a view by the input's name."""
+        for i, table in enumerate(self.tables):
+            current = delta_rows(session, self.current(i)).drop("_lsn")
+            key = self.keys[table["name"]]
+            current.join(F.broadcast(keys), current[key] == keys["key"], "left_semi") \
+                .createOrReplaceTempView(table["name"])
+
     def _merge(self, session: SparkSession, source: DataFrame, batch_id: int,
                statement: str) -> None:
         view = f"cdc_recipe_source_{uuid.uuid4().hex}"
@@ -138,6 +152,70 @@ class Recipe:
             session.conf.unset(TXN_APP_ID)
             session.conf.unset(TXN_VERSION)
             session.catalog.dropTempView(view)
+
+
+
+class WideRecipe(Recipe):
+    """The recipe as a user writes it where every input's row id is the join key (one row per
+    key and input, as on cdc_left10): one wide current table, a row per key with every input's
+    columns, its LSN and whether its row is there; per micro-batch one MERGE of the batch's last
+    change per input and key into it, then the one MERGE into the target."""
+
+    def wide(self) -> str:
+        return str(self.root / "wide")
+
+    def _column(self, i: int, name: str) -> str:
+        return _quoted(f"t{i}__{name}")
+
+    def _create_current(self, spark: SparkSession) -> None:
+        key = self.tables[0]["primary_key"][0]
+        fields = [f"{_quoted(key)} {dict(self.tables[0]['columns'])[key]}"]
+        for i, table in enumerate(self.tables):
+            fields += [f"_p{i} boolean", f"_lsn{i} bigint"]
+            fields += [f"{self._column(i, name)} {kind}" for name, kind in table["columns"]]
+        spark.createDataFrame([], ", ".join(fields)).write.format("delta").save(self.wide())
+
+    def _merge_changes(self, session: SparkSession, batch: DataFrame, batch_id: int) -> None:
+        """Each input's last change of each key, in one row per key, MERGEd over older LSNs."""
+        last = batch.groupBy("_id").agg(*[
+            F.max(F.when(F.col("_table") == i, F.struct("_lsn", "op", f"r{i}"))).alias(f"c{i}")
+            for i in range(len(self.tables))])
+        key = _quoted(self.tables[0]["primary_key"][0])
+        updates, names, values = [], [key], ["s._id"]
+        for i, table in enumerate(self.tables):
+            newer = f"s.c{i} IS NOT NULL AND (t._lsn{i} IS NULL OR s.c{i}._lsn > t._lsn{i})"
+            pairs = [(f"_p{i}", f"s.c{i}.op <> 'd'"), (f"_lsn{i}", f"s.c{i}._lsn")]
+            pairs += [(self._column(i, name), f"s.c{i}.r{i}.{_quoted(name)}")
+                      for name, _ in table["columns"]]
+            updates += [f"t.{column} = CASE WHEN {newer} THEN {value} ELSE t.{column} END"
+                        for column, value in pairs]
+            names += [column for column, _ in pairs]
+            values += [f"coalesce({value}, false)" if column == f"_p{i}" else value
+                       for column, value in pairs]
+        self._merge(session, last, batch_id, (
+            f"MERGE INTO delta.{_quoted(self.wide())} AS t USING {{source}} AS s "
+            f"ON t.{key} = s._id WHEN MATCHED THEN UPDATE SET {', '.join(updates)} "
+            f"WHEN NOT MATCHED THEN INSERT ({', '.join(names)}) VALUES ({', '.join(values)})"))
+
+    def _touched_views(self, session: SparkSession, keys: DataFrame) -> None:
+        key = self.tables[0]["primary_key"][0]
+        wide = delta_rows(session, self.wide())
+        touched = wide.join(F.broadcast(keys), wide[key] == keys["key"], "left_semi")
+        for i, table in enumerate(self.tables):
+            touched.where(f"_p{i}").select(*[F.col(self._column(i, name)).alias(name)
+                                             for name, _ in table["columns"]]) \
+                .createOrReplaceTempView(table["name"])
+
+
+def recipe_for(spark: SparkSession, spec: dict, root: Path, target: Path) -> Recipe:
+    """The wide recipe where it fits, else a current table per input."""
+    return (WideRecipe if wide_fits(spec) else Recipe)(spark, spec, root, target)
+
+
+def wide_fits(spec: dict) -> bool:
+    """Whether every input's row id is its join key: one row per key and input."""
+    keys = spec["parameters"]["join_keys"]
+    return all(table["primary_key"] == [keys[table["name"]]] for table in spec["tables"])
 
 
 def reduce_union(frames: list[DataFrame]) -> DataFrame:

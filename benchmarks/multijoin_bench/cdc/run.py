@@ -4,7 +4,8 @@ then at each micro-batch size, each on a checkpoint and tables of its own and st
 - multi_join: the changelog join of the tables' Debezium changes into Spark's `noop` sink, the
   peer of Flink's jobs, which write to a blackhole;
 - multi_join_delta: the same query into a Delta table through `changelog.delta_merge`;
-- recipe: the foreachBatch recipe (recipe.py) into a Delta table of its own.
+- recipe: the foreachBatch recipe (recipe.py; the wide one where each input's row id is its
+  join key) into a Delta table of its own.
 
 The two Delta tables must hold the same rows, and those of the batch join of the tables' final
 rows (where the runs finished). With `--flink`, Flink's peer (flink/cdc_peer.py, in
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from multijoin_bench.cdc.recipe import Recipe
+from multijoin_bench.cdc.recipe import recipe_for
 from multijoin_bench.cdc.report import write_cdc
 from multijoin_bench.cdc.settings import flink_tuning, spark_settings
 from multijoin_bench.cdc.tables import changelog_join, delta_rows, differing_rows, snapshot_join
@@ -220,7 +221,7 @@ def run_one(spark: SparkSession, spec: dict, folder: Path, run: str, files: int,
     checkpoint = folder / f"checkpoint_{run}"
     started = time.perf_counter()
     if run == "recipe":
-        recipe = Recipe(spark, spec, folder / "recipe_current", folder / "table_recipe")
+        recipe = recipe_for(spark, spec, folder / "recipe_current", folder / "table_recipe")
         writer = recipe.stream(spark, files).writeStream.foreachBatch(recipe)
         state = folder / "recipe_current"
     else:
