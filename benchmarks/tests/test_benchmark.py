@@ -21,7 +21,7 @@ from multijoin_bench.core.runners import run_mode
 from multijoin_bench.core.workload import inputs
 from multijoin_bench.core.workloads import outer_star, workloads
 from multijoin_bench.latency import boundaries
-from multijoin_bench.latency.process_cpu import CpuWindow
+from multijoin_bench.core.cpu import CpuSplit, CpuWindow
 from multijoin_bench.latency.run import INPUTS, query_frame, summary, timed
 from multijoin_bench.scale.report import scale_markdown, scale_ratios
 from multijoin_bench.soak.report import decile_summary, flatness
@@ -269,6 +269,21 @@ def test_cpu_window_gives_the_cores_a_process_used_between_its_marks():
     elapsed = window.readings[1][0] - window.readings[0][0]
     assert window.cores() == pytest.approx(spun / elapsed, abs=0.1)
     assert window.cores() > 0
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads Linux's /proc")
+def test_cpu_split_gives_a_process_its_cores_and_the_machine_at_least_those():
+    # A spin of this process: its share is what Python's own clock says it used, and the
+    # machine was busy at least that much; a process that is gone reads as None.
+    split = CpuSplit({"spinner": os.getpid(), "gone": None})
+    before, cpu_before = split.read(), time.process_time()
+    while time.time() < before["at"] + 0.5:
+        pass
+    spun = time.process_time() - cpu_before
+    cores = split.cores_since(before)
+    assert cores["spinner_cores"] == pytest.approx(spun / (time.time() - before["at"]), abs=0.1)
+    assert cores["machine_cores"] >= cores["spinner_cores"] - 0.05 > 0
+    assert cores["gone_cores"] is None
 
 
 def test_boundary_parts_split_the_pause_from_the_event_log(tmp_path):

@@ -133,6 +133,27 @@ def test_the_report_warns_where_peers_ran_on_machines_of_unlike_speed(probes, wa
     assert ("machines of unlike speed" in text) == warned
 
 
+def test_the_report_gives_the_engine_the_cores_the_broker_and_producer_left():
+    def point(rate: float, p99_ms: float, machine: float) -> dict:
+        return {"rate": rate, "offered_rate": rate, "missing_markers": 0, "p99_ms": p99_ms,
+                "cpu": {"machine_cores": machine, "broker_cores": 0.25, "producer_cores": 0.1}}
+
+    def run(*points: dict, bounds=("1000", "2000", "5000")) -> dict:
+        return {"initial_load": {"seconds": 1.0}, "best_rates": dict.fromkeys(bounds),
+                "points": list(points)}
+
+    peers = {"ours_rocksdb": run(point(2000, 900, 1.5), point(3000, 4000, 1.9),
+                                 point(4500, 9000, 2.0)),
+             # Held nothing: its lowest stage. Its own bound only: 1 s.
+             "flink_binary_joins@1000": run(point(2000, 1500, 1.0), point(1000, 1100, 0.8),
+                                            bounds=("1000",)),
+             "ours_in_memory": run({"rate": 2000, "offered_rate": 2000, "missing_markers": 0,
+                                    "p99_ms": 100})}
+    text = sweep_markdown([{"workload": "cdc_star", "peers": peers}])
+    assert "| cdc_star | changelog join, RocksDB | 3,000 | 1.90 | 0.25 | 0.10 | 1.55 |" in text
+    assert "mini-batch for 1 s | 1,000 | 0.80 | 0.25 | 0.10 | 0.45 |" in text
+    assert "| cdc_star | changelog join, in memory | | not measured in this run | | | |" in text
+
 
 def test_the_report_shows_each_peer_s_state_measured_its_way_beside_the_logical_bytes():
     logical = {"bytes": 2_000_000}

@@ -119,6 +119,11 @@ class KafkaBroker:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def pid(self) -> int | None:
+        """The broker's JVM process, while it runs: the CDC sweep reads its CPU."""
+        return self._process.pid if self._process else None
+
     def _java(self, main_class: str, *args: str) -> list[str]:
         if not any(self.jars.glob("kafka_2.13-*.jar")):
             raise BrokerStartError(

@@ -7,7 +7,8 @@ rate for `stage_seconds`, its last third measured (markers.py). The rates climb 
 the highest bound holds, then close in on each bound's highest rate (markers.next_rate): every
 bound for a peer that runs the same at all of them, its own for a Flink mode whose mini-batch is
 set from the bound (peer_bounds). After a stage that fails the highest bound, only markers are
-offered until the backlog is gone, so that the next stage starts level.
+offered until the backlog is gone, so that the next stage starts level. Each stage records the
+cores the broker, the producer and the machine took: the engine had the rest.
 
 Peers: ours on RocksDB and on Spark's in-memory store (the changelog join into a JVM sink that
 notes its markers, ArrivalWriter.java); Flink's modes (flink/cdc_sweep.py, a process of its
@@ -38,6 +39,7 @@ from multijoin_bench.cdc.state_size import logical_bytes, spark_state
 from multijoin_bench.cdc.sweep_report import write_sweep
 from multijoin_bench.cdc.tables import envelope_schema
 from multijoin_bench.cdc.workloads import cdc_workload
+from multijoin_bench.core.cpu import CpuSplit
 from multijoin_bench.core.machine import machine
 from multijoin_bench.core.runs import settings
 from multijoin_bench.flink.cdc_sweep import STOPPED
@@ -180,22 +182,34 @@ def run_peer(peer: SparkPeer | FlinkPeer, name: str, stage_seconds: float, work:
         load["seconds"] = wait_for(arrivals, [feed.markers[-1]], DRAIN_CAP_SECONDS)
         print(f"    initial load: {load}", flush=True)
         feed.stage(Stage(start_rate, warm_up_seconds))
-        points: list[dict] = []
-        rate: float | None = start_rate
-        while rate is not None and len(points) < max_stages:
-            record = feed.stage(Stage(rate, stage_seconds))
-            wait_for(arrivals, record["markers"], max(markers.BOUNDS_MS) / 1000 + 2)
-            points.append(markers.measure(record, markers.arrivals(arrivals)))
-            print(f"    {points[-1]}", flush=True)
-            if not markers.holds(points[-1], max(bounds)):
-                points[-1]["drained_seconds"] = drain(feed, arrivals)
-            rate = markers.next_rate(points, bounds)
+        # The broker and the producer share the machine with the engine: each stage says how
+        # much of it they took.
+        cpu = CpuSplit({"broker": broker.pid, "producer": os.getpid()})
+        points = stages(feed, arrivals, cpu, Stage(start_rate, stage_seconds), bounds, max_stages)
         stopped = peer.stop()
         feed.producer.flush(5)
         stopped["logical_state"] = logical_bytes(workload.tables, feed.live_rows())
     return {"initial_load": load, "warm_up": {"rate": start_rate, "seconds": warm_up_seconds},
             "points": points, "best_rates": markers.best_rates(points, bounds), "started": started,
             **stopped}
+
+
+def stages(feed: PacedFeed, arrivals: Path, cpu: CpuSplit, first: Stage,
+           bounds: tuple[int, ...], max_stages: int) -> list[dict]:
+    """The measured stages, from `first` on, each rate picked by markers.next_rate."""
+    points: list[dict] = []
+    rate: float | None = first.rate
+    while rate is not None and len(points) < max_stages:
+        before = cpu.read()
+        record = feed.stage(Stage(rate, first.seconds))
+        used = cpu.cores_since(before)
+        wait_for(arrivals, record["markers"], max(markers.BOUNDS_MS) / 1000 + 2)
+        points.append({**markers.measure(record, markers.arrivals(arrivals)), "cpu": used})
+        print(f"    {points[-1]}", flush=True)
+        if not markers.holds(points[-1], max(bounds)):
+            points[-1]["drained_seconds"] = drain(feed, arrivals)
+        rate = markers.next_rate(points, bounds)
+    return points
 
 
 def wait_for(arrivals: Path, waited: list[tuple[int, float]], seconds: float) -> float | None:

@@ -37,7 +37,7 @@ def sweep_markdown(results: list[dict]) -> str:
                      else "not searched" for b in markers.BOUNDS_MS]
             lines.append(f"| {r['workload']} | {title(peer)} | {run['initial_load'].get('seconds')}"
                          " | " + " | ".join(rates) + " |")
-    lines += ["", *state_table(results), ""]
+    lines += ["", *state_table(results), "", *cpu_table(results), ""]
     for r in results:
         lines += [f"{r['workload']}:", "", *wins(r), *machines(r), ""]
     return "\n".join(lines) + "\n"
@@ -55,6 +55,35 @@ def state_table(results: list[dict]) -> list[str]:
             lines.append(f"| {r['workload']} | {title(peer)} | {_mb(measured)} | {how} | "
                          f"{_mb(logical)} |")
     return lines
+
+
+def cpu_table(results: list[dict]) -> list[str]:
+    """Each peer's cores at its highest stage that held the loosest bound it searched (or, where
+    none held, its lowest stage): the machine's, the broker's and the producer's, and the rest,
+    which is the engine's."""
+    lines = ["| workload | peer | stage (changes/s) | machine cores | broker cores | "
+             "producer cores | engine cores (the rest) |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+    for r in results:
+        for peer, run in r["peers"].items():
+            loosest = max((int(bound) for bound in run["best_rates"]), default=0)
+            held = [p for p in run["points"] if markers.holds(p, loosest)]
+            point = (max(held, key=lambda p: p["offered_rate"]) if held
+                     else min(run["points"], key=lambda p: p["offered_rate"], default=None))
+            cpu = (point or {}).get("cpu")
+            if not cpu:
+                lines.append(f"| {r['workload']} | {title(peer)} | | not measured in this run "
+                             "| | | |")
+                continue
+            parts = [cpu["machine_cores"], cpu["broker_cores"], cpu["producer_cores"]]
+            rest = None if None in parts else parts[0] - parts[1] - parts[2]
+            lines.append(f"| {r['workload']} | {title(peer)} | {point['offered_rate']:,.0f} | "
+                         + " | ".join(_cores(c) for c in (*parts, rest)) + " |")
+    return lines
+
+
+def _cores(value: float | None) -> str:
+    return "" if value is None else f"{value:.2f}"
 
 
 def state_measured(peer: str, state: dict | None) -> tuple[float | None, str]:

@@ -45,7 +45,7 @@ from pyspark.sql import functions as F
 
 from multijoin_bench.flink.launch import run_latency_peer
 from multijoin_bench.latency import boundaries
-from multijoin_bench.latency.process_cpu import CpuWindow
+from multijoin_bench.core.cpu import CpuWindow
 from multijoin_bench.latency.report import markdown
 from spark_multijoin import multi_join
 
