@@ -171,3 +171,23 @@ def test_the_report_shows_each_peer_s_state_measured_its_way_beside_the_logical_
     assert "in memory | 5.0 | the store's memory | 2.0 |" in text
     assert "| 4.0 | latest checkpoint, full size | 2.0 |" in text
     assert "|  | not measured in this run | 2.0 |" in text
+
+
+def test_the_report_lists_each_peers_memory_checkpoints_and_batching():
+    flink = {"mode": "binary_joins_rocksdb", "settings": {
+        "managed_memory_mb": 256, "heap": "6g", "checkpoint_interval_ms": 1433,
+        "object_reuse": True, "incremental_checkpoints": {"binary_joins_rocksdb": True},
+        "mini_batch": {"binary_joins_rocksdb": {"allow_latency_ms": 500, "size": 5000}}},
+        "taskmanager_got": {"memory_configuration": {"managedMemory": 268435456}}}
+    peers = {peer: {"initial_load": {"seconds": 1.0}, "best_rates": {}, "points": [],
+                    "started": started}
+             for peer, started in (("ours_rocksdb", {}), ("ours_in_memory", {}),
+                                   ("flink_binary_joins_rocksdb@2000", flink))}
+    spark = {"spark.driver.memory": "6g", "checkpoint": "every micro-batch", "trigger": "default",
+             "spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB": "256"}
+    text = sweep_markdown([{"workload": "cdc_star", "spark_settings": spark, "peers": peers}])
+    assert ("| changelog join, RocksDB | driver heap 6g, RocksDB 256 MB bounded |  | every "
+            "micro-batch | default |") in text
+    assert "| changelog join, in memory | driver heap 6g, state on the heap |" in text
+    assert ("| managed 256 MB, heap 6g | managed 256 MB | every 1,433 ms, incremental | "
+            "mini-batch: 500 ms or 5,000 rows, object reuse |") in text

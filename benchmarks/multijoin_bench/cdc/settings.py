@@ -14,13 +14,17 @@ SPARK_KEYS = ("spark.master", "spark.driver.memory", "spark.sql.shuffle.partitio
 ROCKSDB_COMPRESSION_KEY = "spark.sql.streaming.stateStore.rocksdb.compression"
 
 
-def spark_settings(spark: SparkSession) -> dict:
-    """The session's settings that bear on the comparison, and how the runs commit."""
+BACKLOG_TRIGGER = "availableNow, the batch size's files a micro-batch"
+SWEEP_TRIGGER = "the default: a micro-batch of what arrived as soon as the last one ends"
+
+
+def spark_settings(spark: SparkSession, trigger: str = BACKLOG_TRIGGER) -> dict:
+    """The session's settings that bear on the comparison, how the runs commit and trigger."""
     return {**{key: spark.conf.get(key, None) for key in SPARK_KEYS},
             # Not a registered conf: unset, the store takes its default.
             ROCKSDB_COMPRESSION_KEY: spark.conf.get(ROCKSDB_COMPRESSION_KEY, "lz4 (the default)"),
             "checkpoint": "state and offsets at every micro-batch",
-            "trigger": "availableNow, the batch size's files a micro-batch"}
+            "trigger": trigger}
 
 
 def flink_tuning(spark: SparkSession, result: dict) -> Tuning:

@@ -34,7 +34,7 @@ from pyspark.sql import functions as F
 from multijoin_bench.cdc import markers
 from multijoin_bench.cdc.model import CdcWorkload
 from multijoin_bench.cdc.paced import MARKER_BASE, PacedFeed, Stage, topic
-from multijoin_bench.cdc.settings import spark_settings
+from multijoin_bench.cdc.settings import SWEEP_TRIGGER, spark_settings
 from multijoin_bench.cdc.state_size import logical_bytes, spark_state
 from multijoin_bench.cdc.sweep_report import write_sweep
 from multijoin_bench.cdc.tables import envelope_schema
@@ -103,7 +103,7 @@ class SparkPeer:
         with settings(self.spark, self.store or {}):
             self.query = (frame._jdf.writeStream().foreach(writer)
                           .option("checkpointLocation", str(work / "checkpoint")).start())
-        return {}
+        return {"settings": self.store or {}}
 
     def stop(self) -> dict:
         """Stops the query; its batches, and its plan, which must hold the changelog join."""
@@ -284,7 +284,7 @@ def run_sweep(spark: SparkSession, names: list[str], peers: list[str], stage_sec
         result = {"workload": name,
                   "spec": sweep_spec(cdc_workload(name, keys_of_changes, keys_of_changes)),
                   "stage_seconds": stage_seconds,
-                  "spark_settings": spark_settings(spark), "peers": {}}
+                  "spark_settings": spark_settings(spark, SWEEP_TRIGGER), "peers": {}}
         for peer in peers:
             path = kept / f"{name}-{peer}.json"
             if again or not path.exists():

@@ -37,7 +37,8 @@ def sweep_markdown(results: list[dict]) -> str:
                      else "not searched" for b in markers.BOUNDS_MS]
             lines.append(f"| {r['workload']} | {title(peer)} | {run['initial_load'].get('seconds')}"
                          " | " + " | ".join(rates) + " |")
-    lines += ["", *state_table(results), "", *cpu_table(results), ""]
+    lines += ["", *state_table(results), "", *cpu_table(results), "", *settings_table(results),
+              ""]
     for r in results:
         lines += [f"{r['workload']}:", "", *wins(r), *machines(r), ""]
     return "\n".join(lines) + "\n"
@@ -84,6 +85,42 @@ def cpu_table(results: list[dict]) -> list[str]:
 
 def _cores(value: float | None) -> str:
     return "" if value is None else f"{value:.2f}"
+
+
+def settings_table(results: list[dict]) -> list[str]:
+    """Each peer's settings: memory asked and what Flink's task manager got, checkpoints,
+    mini-batches (cdc_sweep.json has every setting)."""
+    lines = ["| workload | peer | memory asked | Flink's task manager got | checkpoints | "
+             "batching |", "| --- | --- | --- | --- | --- | --- |"]
+    for r in results:
+        spark = r.get("spark_settings", {})
+        for peer, run in r["peers"].items():
+            started = run.get("started", {})
+            if peer in OURS:
+                bounded = spark.get("spark.sql.streaming.stateStore.rocksdb.maxMemoryUsageMB")
+                memory = (f"driver heap {spark.get('spark.driver.memory')}, " + (
+                    f"RocksDB {bounded} MB bounded" if peer == "ours_rocksdb"
+                    else "state on the heap"))
+                row = [memory, "", spark.get("checkpoint", ""), spark.get("trigger", "")]
+            else:
+                row = flink_settings(started.get("settings", {}), started.get("taskmanager_got"),
+                                     started.get("mode", ""))
+            lines.append(f"| {r['workload']} | {title(peer)} | " + " | ".join(row) + " |")
+    return lines
+
+
+def flink_settings(asked: dict, got: dict | None, mode: str) -> list[str]:
+    if not asked:
+        return ["not recorded"] * 4
+    managed = ((got or {}).get("memory_configuration") or {}).get("managedMemory")
+    incremental = (asked.get("incremental_checkpoints") or {}).get(mode)
+    mini = (asked.get("mini_batch") or {}).get(mode)
+    return [f"managed {asked['managed_memory_mb']} MB, heap {asked['heap']}",
+            f"managed {managed / 2**20:,.0f} MB" if managed else "not read",
+            f"every {asked['checkpoint_interval_ms']:,} ms"
+            + (", incremental" if incremental else ", full"),
+            (f"mini-batch: {mini['allow_latency_ms']:,} ms or {mini['size']:,} rows" if mini
+             else "none (per record)") + (", object reuse" if asked.get("object_reuse") else "")]
 
 
 def state_measured(peer: str, state: dict | None) -> tuple[float | None, str]:
