@@ -191,3 +191,13 @@ def test_the_report_lists_each_peers_memory_checkpoints_and_batching():
     assert "| changelog join, in memory | driver heap 6g, state on the heap |" in text
     assert ("| managed 256 MB, heap 6g | managed 256 MB | every 1,433 ms, incremental | "
             "mini-batch: 500 ms or 5,000 rows, object reuse |") in text
+
+
+def test_the_report_says_how_long_the_sweeps_took():
+    peers = {peer: {"initial_load": {"seconds": 1.0}, "best_rates": {}, "points": [], **extra}
+             for peer, extra in (("ours_rocksdb", {"sweep_seconds": 600}),
+                                 ("flink_multi_join", {"sweep_seconds": 300}),
+                                 ("ours_in_memory", {}))}
+    text = sweep_markdown([{"workload": "cdc_star", "peers": peers}])
+    assert ("- The sweeps of 2 of its peers took 15 minutes in all (1 ran before their time was "
+            "recorded).") in text

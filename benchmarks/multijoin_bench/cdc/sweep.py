@@ -293,8 +293,11 @@ def run_sweep(spark: SparkSession, names: list[str], peers: list[str], stage_sec
                 shutil.rmtree(folder, ignore_errors=True)
                 made = make_peer(peer, spark, driver_memory,
                                  result["peers"].get("ours_rocksdb"))
+                began = time.time()
                 ran = run_peer(made, name, stage_seconds, folder, peer_bounds(peer), **sizes)
-                path.write_text(json.dumps({**ran, "machine": machine()}, indent=2))
+                path.write_text(json.dumps({**ran, "machine": machine(),
+                                            "sweep_seconds": round(time.time() - began)},
+                                           indent=2))
             result["peers"][peer] = json.loads(path.read_text())
         results.append(result)
     write_sweep(results, out, spark.version)

@@ -40,7 +40,7 @@ def sweep_markdown(results: list[dict]) -> str:
     lines += ["", *state_table(results), "", *cpu_table(results), "", *settings_table(results),
               ""]
     for r in results:
-        lines += [f"{r['workload']}:", "", *wins(r), *machines(r), ""]
+        lines += [f"{r['workload']}:", "", *wins(r), *machines(r), *took(r), ""]
     return "\n".join(lines) + "\n"
 
 
@@ -170,6 +170,16 @@ def machines(result: dict) -> list[str]:
                      for peer, probe in probes.items())
     return [f"- Its peers ran on machines of unlike speed (the speed probe: {said}); compare "
             "their rates with care."]
+
+
+def took(result: dict) -> list[str]:
+    """How long the workload's sweeps took, peer by peer, where their files say."""
+    times = [run["sweep_seconds"] for run in result["peers"].values() if "sweep_seconds" in run]
+    if not times:
+        return []
+    unknown = len(result["peers"]) - len(times)
+    return [f"- The sweeps of {len(times)} of its peers took {sum(times) / 60:,.0f} minutes in "
+            f"all" + (f" ({unknown} ran before their time was recorded)." if unknown else ".")]
 
 
 def sweep_chart(results: list[dict], path: Path) -> None:
