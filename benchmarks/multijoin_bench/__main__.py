@@ -151,6 +151,9 @@ def add_sweep_arguments(parser: argparse.ArgumentParser) -> None:
                         "with --flink every Flink mode)")
     parser.add_argument("--sweep-seconds", type=float, default=None, metavar="S",
                         help="--cdc-sweep: seconds a stage of offered load (60; --tiny 6)")
+    parser.add_argument("--sweep-kept", action="store_true",
+                        help="--cdc-sweep: run no peer; the report of the kept sweeps alone "
+                        "(a run cut off mid-way)")
 
 
 def main_sweep(args: argparse.Namespace) -> None:
@@ -162,7 +165,8 @@ def main_sweep(args: argparse.Namespace) -> None:
     peers = args.sweep_peers.split(",") if args.sweep_peers else peer_names(args.flink)
     run_sweep(spark, args.cdc_sweep.split(","), peers,
               args.sweep_seconds or (6 if args.tiny else 60), args.out, args.work / "cdc_sweep",
-              args.driver_memory, again=bool(args.again), tiny=args.tiny)
+              args.driver_memory, again=bool(args.again), tiny=args.tiny,
+              kept_only=args.sweep_kept)
     spark.stop()
 
 

@@ -272,9 +272,10 @@ def make_peer(name: str, spark: SparkSession, driver_memory: str,
 
 def run_sweep(spark: SparkSession, names: list[str], peers: list[str], stage_seconds: float,
               out: Path, work: Path, driver_memory: str, again: bool = False,
-              tiny: bool = False) -> list[dict]:
+              tiny: bool = False, kept_only: bool = False) -> list[dict]:
     """Each peer's sweep of each workload, each kept in `out`/points as it ends: a later run goes
-    on where one left off (or, with `again`, runs them anew); then the report."""
+    on where one left off (or, with `again`, runs them anew; with `kept_only`, runs none and
+    reports the kept ones); then the report."""
     kept = out / "points"
     kept.mkdir(parents=True, exist_ok=True)
     results = []
@@ -287,6 +288,8 @@ def run_sweep(spark: SparkSession, names: list[str], peers: list[str], stage_sec
                   "spark_settings": spark_settings(spark, SWEEP_TRIGGER), "peers": {}}
         for peer in peers:
             path = kept / f"{name}-{peer}.json"
+            if kept_only and not path.exists():
+                continue
             if again or not path.exists():
                 print(f"{name}: {peer}", flush=True)
                 folder = work / name / peer
