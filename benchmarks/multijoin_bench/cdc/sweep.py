@@ -296,9 +296,10 @@ def run_sweep(spark: SparkSession, names: list[str], peers: list[str], stage_sec
                 shutil.rmtree(folder, ignore_errors=True)
                 made = make_peer(peer, spark, driver_memory,
                                  result["peers"].get("ours_rocksdb"))
-                began = time.time()
+                # Probed before the peer starts: its processes, as they shut down, slow a probe.
+                began, host = time.time(), machine()
                 ran = run_peer(made, name, stage_seconds, folder, peer_bounds(peer), **sizes)
-                path.write_text(json.dumps({**ran, "machine": machine(),
+                path.write_text(json.dumps({**ran, "machine": host,
                                             "sweep_seconds": round(time.time() - began)},
                                            indent=2))
             result["peers"][peer] = json.loads(path.read_text())
