@@ -57,6 +57,8 @@ TABLES = (
     ResultTable("cdc table", "cdc/cdc_results.md", 0, CDC_DOC),
     ResultTable("cdc sweep table", "cdc_sweep/cdc_sweep.md", 0, CDC_DOC),
     ResultTable("cdc sweep state table", "cdc_sweep/cdc_sweep.md", 1, CDC_DOC),
+    ResultTable("cdc sweep cores table", "cdc_sweep/cdc_sweep.md", 2, CDC_DOC),
+    ResultTable("cdc recipe table", "cdc_recipe/cdc_results.md", 1, CDC_DOC),
 )
 
 
